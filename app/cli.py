@@ -1,0 +1,58 @@
+"""The `lowprec` command: one entry point, one module per subcommand in `app.commands`.
+
+Each module in COMMANDS exposes `register(subparsers) -> None`, adding its parser with
+`set_defaults(func=...)`; `func(args) -> int` is the exit status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from typing import Sequence
+
+# subcommand modules, in help order; a module that is missing is skipped (work in progress)
+COMMANDS = (
+    "app.commands.formats_cmd",
+    "app.commands.cast_cmd",
+    "app.commands.simulate_cmd",
+    "app.commands.examples_cmd",
+    "app.commands.crosscheck_cmd",
+    "app.commands.bench_cmd",
+    "app.commands.serve_cmd",
+    "app.commands.export_cmd",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="lowprec",
+        description="Bit-exact simulator and explorer of low-precision number formats.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name == name:
+                continue
+            raise
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except (ValueError, TypeError) as exc:  # bad input: one clear line, no traceback
+        print(f"lowprec: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

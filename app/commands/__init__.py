@@ -1,0 +1,1 @@
+"""Subcommands of `lowprec`; see app.cli."""

@@ -1,0 +1,35 @@
+"""`lowprec simulate NAME ...`: one module per simulation in SIMULATIONS, each exposing
+`register(subparsers)` for its own sub-subcommand (app/commands/sim_<name>.py)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+from typing import Any
+
+SIMULATIONS = (
+    "app.commands.sim_spike",
+    "app.commands.sim_grouping",
+    "app.commands.sim_blocks",
+    "app.commands.sim_attention",
+    "app.commands.sim_recompute",
+)
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("simulate", help="run a simulation and write JSON/CSV/HTML results")
+    sims = p.add_subparsers(dest="simulation", metavar="SIMULATION")
+    for name in SIMULATIONS:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name == name:
+                continue
+            raise
+        module.register(sims)
+
+    def _help(args: argparse.Namespace) -> int:
+        p.print_help()
+        return 2
+
+    p.set_defaults(func=_help)

@@ -1,0 +1,63 @@
+"""lowprec.formats — bit-exact models of low-precision number formats.
+
+`get_format` and the constants describe layouts; `CastPolicy` and `policy_for` name every edge-case
+decision; `encode`/`decode`/`quantize` run them exactly on numpy arrays; `code_table` and
+`rounding_bin` explain them. Imports nothing else of lowprec.
+"""
+
+from .codec import (
+    CHUNK,
+    as_float_array,
+    classify_codes,
+    decode,
+    default_policy,
+    encode,
+    pack_fp4,
+    quantize,
+    unpack_fp4,
+)
+from .conventions import CONVENTIONS, conventions_table, policy_for
+from .policy import (
+    CastPolicy,
+    NanPayload,
+    NanToFinite,
+    Overflow,
+    Rounding,
+    Subnormals,
+    UnsignedNegative,
+    UnsignedZero,
+)
+from .scalar import decode_scalar, encode_scalar
+from .specs import (
+    ALL_FORMATS,
+    BF16,
+    E2M1,
+    E2M3,
+    E3M2,
+    E4M3FN,
+    E4M3FNUZ,
+    E5M2,
+    E5M2FNUZ,
+    E8M0,
+    FLOAT_FORMATS,
+    FP16,
+    FP32,
+    INT4,
+    INT8,
+    FloatFormat,
+    Format,
+    IntFormat,
+    format_names,
+    get_format,
+)
+from .tables import CodeTable, RoundingBin, code_table, rounding_bin
+
+__all__ = [
+    "ALL_FORMATS", "BF16", "CHUNK", "CONVENTIONS", "CastPolicy", "CodeTable", "E2M1", "E2M3",
+    "E3M2", "E4M3FN", "E4M3FNUZ", "E5M2", "E5M2FNUZ", "E8M0", "FLOAT_FORMATS", "FP16", "FP32",
+    "FloatFormat", "Format", "INT4", "INT8", "IntFormat", "NanPayload", "NanToFinite", "Overflow",
+    "Rounding", "RoundingBin", "Subnormals", "UnsignedNegative", "UnsignedZero", "as_float_array",
+    "classify_codes", "code_table", "conventions_table", "decode", "decode_scalar",
+    "default_policy", "encode", "encode_scalar", "format_names", "get_format", "pack_fp4",
+    "policy_for", "quantize", "rounding_bin", "unpack_fp4",
+]

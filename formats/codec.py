@@ -1,0 +1,723 @@
+"""Vectorised, bit-exact encode/decode between float32/float64 arrays and format codes.
+
+The encoder works on the integer bits of the input (never through an intermediate format, unless a
+policy asks for float64 → float32 double rounding to imitate a backend). A value is written as
+sig × 2^(e - p) with p the source mantissa width; its target quantum exponent is
+qe = max(e, emin) - m, so the rounded significand is n = round(sig / 2^(qe - e + p)) and the code's
+magnitude is ((qe - (emin - m)) << m) + n — one formula for subnormals, normals and the carry into
+the next binade. Two paths implement it:
+
+* a fast path for round-to-nearest-even with subnormals kept (integer add-and-shift for the normal
+  range, a float "magic number" addition for the subnormal range, both exact);
+* a general path for every rounding mode, flushing and stochastic rounding.
+
+Work is done in fixed chunks with preallocated scratch, so peak memory is the output plus a bounded
+scratch; large arrays are split over threads (numpy releases the GIL), results do not depend on it.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Callable
+
+import numpy as np
+import numpy.typing as npt
+
+from .policy import (
+    CastPolicy,
+    NanPayload,
+    NanToFinite,
+    Overflow,
+    Rounding,
+    Subnormals,
+    UnsignedNegative,
+    UnsignedZero,
+)
+from .specs import Format, FloatFormat, IntFormat, get_format
+
+CHUNK = 1 << 16  # elements per chunk: scratch stays in L2
+_PARALLEL_MIN = 1 << 20  # arrays at least this large are split over threads
+_THREADS = max(1, min(2, os.cpu_count() or 1))
+_POOL: ThreadPoolExecutor | None = None
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _POOL
+    if _POOL is None:
+        _POOL = ThreadPoolExecutor(max_workers=_THREADS, thread_name_prefix="lowprec-codec")
+    return _POOL
+
+
+# ------------------------------------------------------------------------------------------------
+# input validation
+# ------------------------------------------------------------------------------------------------
+
+
+def as_float_array(x: Any, name: str = "x") -> np.ndarray:
+    """Input as a float32 or float64 ndarray (other real dtypes are widened exactly).
+
+    Raises TypeError for complex, object, string or boolean-less garbage input.
+    """
+    arr = np.asarray(x)
+    kind = arr.dtype.kind
+    if kind in "fiub" and arr.dtype in (np.float32, np.float64):
+        return arr
+    if kind == "c":
+        raise TypeError(f"{name} is complex ({arr.dtype}); lowprec casts real numbers only")
+    if kind in "OUSV" or kind == "M" or kind == "m":
+        raise TypeError(
+            f"{name} has dtype {arr.dtype}; expected real numbers (float32, float64, ints)"
+        )
+    if kind == "f" and arr.dtype.itemsize < 4:
+        return arr.astype(np.float32)  # float16 widens exactly
+    if kind in "iub":
+        return arr.astype(np.float64)  # exact up to 2**53
+    if arr.dtype.kind == "V" or arr.dtype.itemsize == 2:  # ml_dtypes (bfloat16, float8 …) widen exactly
+        return arr.astype(np.float32)
+    try:
+        return arr.astype(np.float32) if arr.dtype.itemsize <= 4 else arr.astype(np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} has dtype {arr.dtype}; expected real numbers") from None
+
+
+def default_policy(fmt: Format) -> CastPolicy:
+    """The policy used when none is given: IEEE-style round-to-nearest-even; overflow to Inf/NaN
+    where the format has them, saturation where it has neither; NaN into a NaN-less format and
+    zero/negative into E8M0 raise ValueError."""
+    has_nonfinite = isinstance(fmt, FloatFormat) and (fmt.has_inf or fmt.has_nan)
+    return CastPolicy(overflow=Overflow.NONFINITE if has_nonfinite else Overflow.SATURATE)
+
+
+def _check_policy(fmt: Format, policy: CastPolicy) -> None:
+    if policy.overflow is Overflow.NONFINITE and not (fmt.has_inf or fmt.has_nan):
+        raise ValueError(
+            f"overflow='nonfinite' needs a format with Inf or NaN; {fmt.name} has neither "
+            f"(use overflow='saturate')"
+        )
+
+
+# ------------------------------------------------------------------------------------------------
+# constants per (format, source dtype)
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Src:
+    uint: Any  # numpy unsigned dtype of the same width
+    width: int
+    mbits: int
+    bias: int
+    emin: int
+
+    @property
+    def inf_bits(self) -> int:
+        return ((1 << (self.width - 1 - self.mbits)) - 1) << self.mbits
+
+    @property
+    def abs_mask(self) -> int:
+        return (1 << (self.width - 1)) - 1
+
+
+_F32 = _Src(np.uint32, 32, 23, 127, -126)
+_F64 = _Src(np.uint64, 64, 52, 1023, -1022)
+
+
+def _src_of(dtype: np.dtype) -> _Src:
+    return _F32 if dtype == np.float32 else _F64
+
+
+def _nan_code(fmt: FloatFormat, payload: NanPayload, sign: np.ndarray, src_payload: np.ndarray,
+              src: _Src) -> np.ndarray:
+    """NaN codes (int64) for NaN inputs with the given sign bits (0/1) and source payloads."""
+    m = fmt.mantissa_bits
+    e_all = ((1 << fmt.exponent_bits) - 1) << m
+    sbit = np.int64(1) << fmt.sign_shift if fmt.signed else np.int64(0)
+    if fmt.nan_encoding == "fnuz":
+        return np.full(sign.shape, 1 << fmt.sign_shift, np.int64)
+    if fmt.nan_encoding == "e8m0":
+        return np.full(sign.shape, 0xFF, np.int64)
+    if fmt.nan_encoding == "fn":
+        mag = fmt.magnitude_mask
+        if payload is NanPayload.ALL_ONES_NEGATIVE:
+            return np.full(sign.shape, mag | int(sbit), np.int64)
+        return mag | sign.astype(np.int64) * sbit
+    # IEEE layout
+    quiet = 1 << (m - 1)
+    if payload is NanPayload.CANONICAL:
+        mag = np.full(sign.shape, e_all | quiet, np.int64)
+    elif payload is NanPayload.ALL_ONES:
+        mag = np.full(sign.shape, e_all | ((1 << m) - 1), np.int64)
+    elif payload is NanPayload.ALL_ONES_NEGATIVE:
+        return np.full(sign.shape, fmt.magnitude_mask | int(sbit), np.int64)
+    else:
+        top = (src_payload >> (src.mbits - m)).astype(np.int64)
+        if payload is NanPayload.QUIET_TRUNCATE:
+            mag = e_all | quiet | top
+        else:  # TRUNCATE
+            mag = e_all | np.where(top == 0, 1, top)
+    return mag | sign.astype(np.int64) * sbit
+
+
+# ------------------------------------------------------------------------------------------------
+# the general path (every rounding mode)
+# ------------------------------------------------------------------------------------------------
+
+
+def _encode_float_general(
+    x: np.ndarray, fmt: FloatFormat, policy: CastPolicy, rand: np.ndarray | None
+) -> np.ndarray:
+    """Codes (int64) of one chunk of float32/float64 values; see the module docstring."""
+    src = _src_of(x.dtype)
+    f32_sub_up = None
+    if src is _F32 and not fmt.subnormals and policy.e8m0_float32_subnormals == "exponent_field":
+        a32 = x.view(np.uint32) & np.uint32(0x7FFFFFFF)
+        f32_sub_up = (a32 > np.uint32(0x400000)) & (a32 < np.uint32(0x800000))
+    if src is _F32 and fmt.emin < _F32.emin:
+        # E8M0 reaches below float32's normal range: widen exactly so every input is normal.
+        x = x.astype(np.float64)
+        src = _F64
+    bits = x.view(src.uint).astype(np.int64) if src is _F32 else x.view(np.int64)
+    p = src.mbits
+    sign = (bits >> (src.width - 1)) & 1 if src is _F32 else (bits >> 63) & 1
+    a = bits & src.abs_mask
+    is_nan = a > src.inf_bits
+    is_inf = a == src.inf_bits
+    E = a >> p
+    sig = a & ((1 << p) - 1)
+    sig = np.where(E > 0, sig | (1 << p), sig)
+    e = np.where(E > 0, E, 1) - src.bias
+    m = fmt.mantissa_bits
+    emin = fmt.emin
+    qe_min = emin - m
+    qe = np.maximum(e, emin) - m
+    shift = qe - (e - p)  # ≥ p - m ≥ 0
+    shift_c = np.minimum(shift, p + 2)  # beyond p+2 the value is below a quarter quantum anyway
+    n = sig >> shift_c
+    r = sig & ((np.int64(1) << shift_c) - 1)
+    half = (np.int64(1) << shift_c) >> 1
+    rnd = policy.rounding
+    if rnd is Rounding.NEAREST_EVEN:
+        inc = (r > half) | ((r == half) & (half != 0) & ((n & 1) == 1))
+    elif rnd is Rounding.NEAREST_AWAY:
+        inc = (r >= half) & (r != 0)
+    elif rnd is Rounding.TOWARD_ZERO:
+        inc = np.zeros(a.shape, bool)
+    elif rnd is Rounding.UP:
+        inc = (r != 0) & (sign == 0)
+    elif rnd is Rounding.DOWN:
+        inc = (r != 0) & (sign == 1)
+    else:  # STOCHASTIC: P(up) = floor(r * 2^32 / 2^shift) / 2^32
+        assert rand is not None
+        sh = np.minimum(shift, 32 + 63)
+        thr = np.where(sh <= 32, r << np.maximum(32 - sh, 0), r >> np.minimum(np.maximum(sh - 32, 0), 63))
+        inc = rand.astype(np.int64) < thr
+    n = n + inc
+    if fmt.subnormals:
+        code = ((qe - qe_min) << m) + n
+    else:
+        n = np.maximum(n, 1 << m)  # no zero and no subnormals: below 2^emin gives 2^emin (E8M0)
+        code = ((qe - qe_min) << m) + n - (1 << m)
+    if f32_sub_up is not None:
+        code = np.where(f32_sub_up, 1, code)
+    maxc = fmt.max_magnitude_code
+    over = code > maxc
+    if over.any():
+        toward_zero = (
+            (rnd is Rounding.TOWARD_ZERO)
+            | ((rnd is Rounding.UP) & (sign == 1))
+            | ((rnd is Rounding.DOWN) & (sign == 0))
+        )
+        if policy.overflow is Overflow.SATURATE:
+            over_code = np.int64(maxc)
+        elif fmt.has_inf:
+            over_code = np.int64(maxc + 1)
+        else:
+            over_code = np.int64(-1)  # NaN, filled in below
+        code = np.where(over, np.where(toward_zero, maxc, over_code), code)
+    if fmt.subnormals and policy.subnormals is Subnormals.FLUSH:
+        code = np.where((code > 0) & (code < (1 << m)), 0, code)
+    if is_inf.any():
+        if policy.overflow is Overflow.SATURATE:
+            code = np.where(is_inf, maxc, code)
+        else:
+            code = np.where(is_inf, maxc + 1 if fmt.has_inf else -1, code)
+    code = _apply_sign_and_specials(code, sign, is_nan | (code == -1), a, fmt, policy, src, x)
+    return code
+
+
+def _apply_sign_and_specials(
+    code: np.ndarray, sign: np.ndarray, nan_or_overflow_nan: np.ndarray, a: np.ndarray,
+    fmt: FloatFormat, policy: CastPolicy, src: _Src, x: np.ndarray,
+) -> np.ndarray:
+    """Attach the sign, and place NaN codes, zero/negative rules for unsigned formats."""
+    is_nan_in = a > src.inf_bits
+    if fmt.signed:
+        if fmt.nan_encoding == "fnuz":
+            code = np.where(code == 0, 0, code | (sign << fmt.sign_shift))
+        else:
+            code = code | (sign << fmt.sign_shift)
+    else:
+        neg = (sign == 1) & ~is_nan_in
+        if neg.any():
+            rule = policy.unsigned_negative
+            is_zero = neg & (a == 0)  # -0 is a zero, not a negative number
+            neg_nonzero = neg & ~is_zero
+            if neg_nonzero.any():
+                if rule is UnsignedNegative.RAISE:
+                    bad = x.reshape(-1)[np.flatnonzero(neg_nonzero)[0]]
+                    raise ValueError(
+                        f"negative value {float(bad)!r} cannot be encoded in unsigned {fmt.name}; "
+                        f"set unsigned_negative='nan' or 'magnitude' in the CastPolicy"
+                    )
+                if rule is UnsignedNegative.NAN:
+                    code = np.where(neg_nonzero, -1, code)
+        zero = a == 0
+        if zero.any():
+            rule_z = policy.unsigned_zero
+            if rule_z is UnsignedZero.RAISE:
+                raise ValueError(
+                    f"zero cannot be encoded in {fmt.name} (it has no zero); set "
+                    f"unsigned_zero='nan' or 'smallest' in the CastPolicy"
+                )
+            code = np.where(zero, -1 if rule_z is UnsignedZero.NAN else 0, code)
+    nan_mask = nan_or_overflow_nan | (code == -1)
+    if nan_mask.any():
+        if fmt.has_nan:
+            payload = a & ((1 << src.mbits) - 1)
+            nan_codes = _nan_code(fmt, policy.nan_payload, sign, payload, src)
+            code = np.where(nan_mask, nan_codes, code)
+        else:
+            code = _nan_to_finite(code, nan_mask, sign, fmt, policy)
+    return code
+
+
+def _nan_to_finite(code: np.ndarray, nan_mask: np.ndarray, sign: np.ndarray, fmt: Format,
+                   policy: CastPolicy) -> np.ndarray:
+    rule = policy.nan_to_finite
+    if rule is NanToFinite.RAISE:
+        raise ValueError(
+            f"NaN cannot be encoded in {fmt.name} (it has no NaN); set nan_to_finite to one of "
+            f"'zero', 'signed_max', 'negated_zero' in the CastPolicy, or remove the NaN"
+        )
+    if isinstance(fmt, IntFormat):
+        mx = int(fmt.max)
+        values = {
+            NanToFinite.ZERO: np.zeros_like(sign),
+            NanToFinite.SIGNED_MAX: np.where(sign == 1, -mx if fmt.signed else 0, mx),
+            NanToFinite.NEGATED_ZERO: np.zeros_like(sign),
+        }[rule]
+        return np.where(nan_mask, values & ((1 << fmt.bits) - 1), code)
+    sbit = 1 << fmt.sign_shift
+    if rule is NanToFinite.ZERO:
+        repl = np.zeros_like(sign)
+    elif rule is NanToFinite.SIGNED_MAX:
+        repl = fmt.max_magnitude_code | (sign * sbit)
+    else:  # NEGATED_ZERO
+        repl = (1 - sign) * sbit
+    return np.where(nan_mask, repl, code)
+
+
+# ------------------------------------------------------------------------------------------------
+# the fast path: round-to-nearest-even, subnormals kept
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _FastPlan:
+    src: _Src
+    shift0: int  # src.mbits - m
+    add_const: int  # half-quantum - 1 minus the exponent rebias, modulo 2**width
+    min_normal_bits: int  # bits of 2^emin in the source format
+    magic: float  # 2^(qe_min + src.mbits): adding it rounds to the subnormal quantum
+    magic_bits: int
+    sub_branch: bool  # the target's subnormal range needs the magic-add branch
+    no_overflow_below: int  # largest |bits| whose rounded code is ≤ max code
+    sign_shift_down: int  # source sign bit → target sign bit
+
+
+@lru_cache(maxsize=None)
+def _fast_plan(fmt: FloatFormat, src_dtype: str) -> _FastPlan:
+    src = _F32 if src_dtype == "float32" else _F64
+    m = fmt.mantissa_bits
+    shift0 = src.mbits - m
+    rebias = (src.bias - fmt.bias) << src.mbits  # in source-bit units
+    add_const = ((1 << (shift0 - 1)) - 1 - rebias) % (1 << src.width) if shift0 > 0 else (-rebias) % (1 << src.width)
+    min_normal_bits = (fmt.emin + src.bias) << src.mbits
+    qe_min = fmt.emin - m
+    magic = 2.0 ** (qe_min + src.mbits)
+    magic_bits = int(np.array(magic, dtype=src_dtype).view(src.uint))
+    sub_branch = fmt.emin > src.emin
+    # bits of the largest value that still rounds to max: max + half a quantum, exclusive when the
+    # max code is odd (a tie rounds up, to even) and inclusive when it is even.
+    maxc = fmt.max_magnitude_code
+    max_bits = ((maxc >> m) - fmt.bias + src.bias) << src.mbits | ((maxc & ((1 << m) - 1)) << shift0)
+    half = 1 << (shift0 - 1) if shift0 > 0 else 0
+    no_over = max_bits + half - (1 if (maxc & 1) else 0) if shift0 > 0 else max_bits
+    return _FastPlan(src, shift0, add_const, min_normal_bits, magic, magic_bits, sub_branch,
+                     no_over, src.width - 1 - fmt.sign_shift)
+
+
+class _Scratch:
+    """Per-thread scratch buffers for the fast path (bounded: a few CHUNK-sized arrays)."""
+
+    def __init__(self, uint: Any) -> None:
+        self.a = np.empty(CHUNK, uint)
+        self.t = np.empty(CHUNK, uint)
+
+
+def _encode_fast_chunk(x: np.ndarray, out: np.ndarray, fmt: FloatFormat, policy: CastPolicy,
+                       plan: _FastPlan, scratch: _Scratch) -> None:
+    """Nearest-even encode of one chunk into `out` (uint8/uint16), in place; exact."""
+    src = plan.src
+    k = x.shape[0]
+    bits = x.view(src.uint)
+    a = scratch.a[:k]
+    t = scratch.t[:k]
+    uint = src.uint
+    np.bitwise_and(bits, uint(src.abs_mask), out=a)
+    amax = int(a.max()) if k else 0
+    if plan.shift0 > 0:
+        np.right_shift(a, uint(plan.shift0), out=t)
+        np.bitwise_and(t, uint(1), out=t)
+        np.add(t, a, out=t)
+        np.add(t, uint(plan.add_const), out=t)
+        np.right_shift(t, uint(plan.shift0), out=t)
+    else:
+        np.add(a, uint(plan.add_const), out=t)
+    maxc = fmt.max_magnitude_code
+    fix_idx = None  # elements whose final code is a NaN code or a NaN replacement
+    if amax > plan.no_overflow_below:  # overflow, ±Inf or NaN somewhere in the chunk
+        over = a > plan.no_overflow_below
+        nan_on_overflow = policy.overflow is Overflow.NONFINITE and not fmt.has_inf
+        if policy.overflow is Overflow.SATURATE:
+            np.putmask(t, over, uint(maxc))
+        elif fmt.has_inf:
+            np.putmask(t, over, uint(maxc + 1))
+        fix_idx = np.flatnonzero(over if nan_on_overflow else a > uint(src.inf_bits))
+    if plan.sub_branch:
+        small = np.flatnonzero(a < plan.min_normal_bits)
+        if small.size:
+            fa = a[small].view(x.dtype) + x.dtype.type(plan.magic)
+            t[small] = fa.view(uint) - uint(plan.magic_bits)
+    if fmt.signed:
+        np.right_shift(bits, uint(plan.sign_shift_down), out=a)
+        np.bitwise_and(a, uint(1 << fmt.sign_shift), out=a)
+        if fmt.nan_encoding == "fnuz":
+            np.putmask(a, t == 0, uint(0))  # no -0: negative underflow is +0
+        np.bitwise_or(t, a, out=t)
+    if fix_idx is not None and fix_idx.size:
+        b = bits[fix_idx]
+        sign = (b >> uint(src.width - 1)).astype(np.int64)
+        is_nan = (b & uint(src.abs_mask)) > uint(src.inf_bits)
+        if fmt.has_nan:
+            payload = np.where(is_nan, (b & uint((1 << src.mbits) - 1)).astype(np.int64), 0)
+            codes = _nan_code(fmt, policy.nan_payload, sign, payload, src)
+            # a finite value or Inf that overflows to NaN gets the canonical NaN with its sign
+            canon = _nan_code(fmt, NanPayload.CANONICAL, sign, payload, src)
+            codes = np.where(is_nan, codes, canon)
+        else:
+            codes = _nan_to_finite(np.zeros(b.size, np.int64), np.ones(b.size, bool), sign, fmt, policy)
+        t[fix_idx] = codes.astype(uint)
+    np.copyto(out, t, casting="unsafe")
+
+
+# ------------------------------------------------------------------------------------------------
+# integer grids
+# ------------------------------------------------------------------------------------------------
+
+
+def _encode_int(x: np.ndarray, fmt: IntFormat, policy: CastPolicy, rand: np.ndarray | None) -> np.ndarray:
+    """Round to an integer with the policy's rounding mode, clamp to [min, max], two's complement."""
+    xf = x.astype(np.float64)
+    nan = np.isnan(xf)
+    rnd = policy.rounding
+    fl = np.floor(xf)
+    frac = xf - fl
+    if rnd is Rounding.NEAREST_EVEN:
+        n = np.rint(xf)
+    elif rnd is Rounding.NEAREST_AWAY:
+        n = np.where(frac == 0.5, np.where(xf > 0, fl + 1, fl), np.rint(xf))
+    elif rnd is Rounding.TOWARD_ZERO:
+        n = np.trunc(xf)
+    elif rnd is Rounding.UP:
+        n = np.ceil(xf)
+    elif rnd is Rounding.DOWN:
+        n = fl
+    else:
+        assert rand is not None
+        # frac is exact for |x| < 2^52; P(up) = floor(frac * 2^32) / 2^32
+        thr = np.floor(np.ldexp(frac, 32))
+        n = fl + (rand.astype(np.float64) < thr)
+    with np.errstate(invalid="ignore"):
+        n = np.clip(n, fmt.min, fmt.max)
+    n = np.where(nan, 0, n).astype(np.int64)
+    code = n & ((1 << fmt.bits) - 1)
+    if nan.any():
+        sign = np.signbit(xf).astype(np.int64)
+        code = _nan_to_finite(code, nan, sign, fmt, policy)
+    return code
+
+
+# ------------------------------------------------------------------------------------------------
+# public API
+# ------------------------------------------------------------------------------------------------
+
+
+def _resolve(fmt: str | Format, policy: CastPolicy | None) -> tuple[Format, CastPolicy]:
+    f = get_format(fmt)
+    if policy is None:
+        policy = default_policy(f)
+    elif not isinstance(policy, CastPolicy):
+        raise TypeError(f"policy must be a CastPolicy or None, got {type(policy).__name__}")
+    _check_policy(f, policy)
+    return f, policy
+
+
+def _chunk_seeds(rng: np.random.Generator, n_chunks: int) -> np.ndarray:
+    return rng.integers(0, 2**63 - 1, size=max(n_chunks, 1), dtype=np.int64)
+
+
+def encode(x: Any, fmt: str | Format, policy: CastPolicy | None = None, *,
+           rng: np.random.Generator | None = None) -> np.ndarray:
+    """Codes of `x` in `fmt` under `policy` (default: `default_policy(fmt)`).
+
+    Returns uint8 codes for formats up to 8 bits (FP4/FP6: one code per byte, in the low bits),
+    uint16 up to 16 bits, uint32 for FP32; same shape as `x`. Exact for float32 and float64 input.
+    Stochastic rounding needs `rng` (a numpy Generator); the result is reproducible for a seed and
+    independent of threading (each chunk of 65536 elements draws from its own child stream).
+    """
+    f, pol = _resolve(fmt, policy)
+    arr = as_float_array(x)
+    if pol.float64_via_float32 and arr.dtype == np.float64:
+        with np.errstate(over="ignore"):
+            arr = arr.astype(np.float32)
+    stochastic = pol.rounding is Rounding.STOCHASTIC
+    if stochastic and not isinstance(rng, np.random.Generator):
+        raise TypeError("stochastic rounding needs rng=numpy.random.Generator (e.g. default_rng(0))")
+    out = np.empty(arr.shape, dtype=f.code_dtype)
+    flat_in = np.ascontiguousarray(arr).reshape(-1)
+    flat_out = out.reshape(-1)
+    total = flat_in.shape[0]
+    if total == 0:
+        return out
+    n_chunks = (total + CHUNK - 1) // CHUNK
+    seeds = _chunk_seeds(rng, n_chunks) if stochastic and rng is not None else None
+    use_fast = (
+        isinstance(f, FloatFormat)
+        and pol.rounding is Rounding.NEAREST_EVEN
+        and (pol.subnormals is Subnormals.KEEP or not f.subnormals)
+        and f.subnormals
+        and f.signed
+        and f.mantissa_bits < _src_of(flat_in.dtype).mbits
+    )
+
+    def run(chunk_ids: range) -> None:
+        scratch = _Scratch(_src_of(flat_in.dtype).uint) if use_fast else None
+        for ci in chunk_ids:
+            lo, hi = ci * CHUNK, min(total, (ci + 1) * CHUNK)
+            xc = flat_in[lo:hi]
+            if use_fast:
+                assert scratch is not None and isinstance(f, FloatFormat)
+                _encode_fast_chunk(xc, flat_out[lo:hi], f, pol, _fast_plan(f, str(xc.dtype)), scratch)
+                continue
+            rand = None
+            if seeds is not None:
+                rand = np.random.default_rng(int(seeds[ci])).integers(0, 2**32, size=hi - lo, dtype=np.uint32)
+            if isinstance(f, IntFormat):
+                codes = _encode_int(xc, f, pol, rand)
+            else:
+                codes = _encode_float_general(xc, f, pol, rand)
+            flat_out[lo:hi] = codes.astype(f.code_dtype)
+
+    if total >= _PARALLEL_MIN and _THREADS > 1:
+        per = (n_chunks + _THREADS - 1) // _THREADS
+        parts = [range(i * per, min(n_chunks, (i + 1) * per)) for i in range(_THREADS)]
+        list(_pool().map(run, parts))
+    else:
+        run(range(n_chunks))
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# decode
+# ------------------------------------------------------------------------------------------------
+
+NAN_BITS = ("ml_dtypes", "torch", "canonical")
+
+
+def _nan_float_bits(fmt: FloatFormat, code: int, nan_bits: str) -> int:
+    """float32 bit pattern that a backend produces when it decodes NaN code `code`.
+
+    canonical: 0x7FC00000 with the code's sign. ml_dtypes 0.6 (numpy for FP16): BF16/FP16 keep
+    their payload (shifted left, not quieted); other formats give the canonical quiet NaN with the
+    sign, fnuz's 0x80 gives 0xFFC00000. torch 2.13: BF16 keeps its payload; FP16 gives 0x7FFFFFFF;
+    E5M2 and E4M3FN go through the IEEE half path (quiet bit set, payload shifted); fnuz and E8M0
+    give 0x7F800001.
+    """
+    m = fmt.mantissa_bits
+    sign = (code >> fmt.sign_shift) & 1 if fmt.signed else 0
+    payload = code & ((1 << m) - 1)
+    s31 = sign << 31
+    if nan_bits == "canonical":
+        return s31 | 0x7FC00000
+    if nan_bits == "ml_dtypes":
+        if fmt.name in ("BF16", "FP16"):
+            return s31 | 0x7F800000 | (payload << (23 - m))
+        if fmt.nan_encoding == "fnuz":
+            return 0xFFC00000
+        return s31 | 0x7FC00000
+    # torch
+    if fmt.name == "BF16":
+        return s31 | 0x7F800000 | (payload << (23 - m))
+    if fmt.name == "FP16":
+        return 0x7FFFFFFF
+    if fmt.nan_encoding in ("fnuz", "e8m0"):
+        return 0x7F800001
+    return s31 | 0x7FC00000 | (payload << (23 - m))
+
+
+@lru_cache(maxsize=None)
+def _decode_table(fmt: Format, nan_bits: str) -> np.ndarray:
+    """float32 value of every code (exact), as a lookup table."""
+    codes = np.arange(fmt.n_codes, dtype=np.int64)
+    if isinstance(fmt, IntFormat):
+        vals = np.where(codes >= (fmt.n_codes >> 1), codes - fmt.n_codes, codes) if fmt.signed else codes
+        return vals.astype(np.float32)
+    m = fmt.mantissa_bits
+    sign = (codes >> fmt.sign_shift) & 1 if fmt.signed else np.zeros_like(codes)
+    mag = codes & fmt.magnitude_mask
+    E = mag >> m
+    M = mag & ((1 << m) - 1)
+    if fmt.subnormals:
+        sig = np.where(E > 0, M + (1 << m), M)
+        exp = np.maximum(E, 1) - fmt.bias - m
+    else:
+        sig = M + (1 << m)
+        exp = E - fmt.bias - m
+    vals = np.ldexp(sig.astype(np.float64), exp.astype(np.int32))
+    vals = np.where(sign == 1, -vals, vals)
+    table = vals.astype(np.float32)
+    bits = table.view(np.uint32)
+    for c in codes[classify_codes(fmt) == "nan"]:
+        bits[c] = _nan_float_bits(fmt, int(c), nan_bits)
+    if fmt.has_inf:
+        inf_mag = fmt.max_magnitude_code + 1
+        table[inf_mag] = np.inf
+        table[inf_mag | (1 << fmt.sign_shift)] = -np.inf
+    table.setflags(write=False)
+    return table
+
+
+def classify_codes(fmt: Format, codes: np.ndarray | None = None) -> np.ndarray:
+    """Class of each code: 'zero', 'subnormal', 'normal', 'inf' or 'nan' (all codes by default)."""
+    c = np.arange(fmt.n_codes, dtype=np.int64) if codes is None else np.asarray(codes, np.int64)
+    if isinstance(fmt, IntFormat):
+        return np.where(c == 0, "zero", "normal").astype("<U9")
+    m = fmt.mantissa_bits
+    mag = c & fmt.magnitude_mask
+    E = mag >> m
+    out = np.full(c.shape, "normal", dtype="<U9")
+    if fmt.subnormals:
+        out[(E == 0) & (mag != 0)] = "subnormal"
+        out[mag == 0] = "zero"
+    maxc = fmt.max_magnitude_code
+    if fmt.nan_encoding == "ieee":
+        out[(mag == maxc + 1)] = "inf"
+        out[mag > maxc + 1] = "nan"
+    elif fmt.nan_encoding in ("fn", "e8m0"):
+        out[mag == fmt.magnitude_mask] = "nan"
+    elif fmt.nan_encoding == "fnuz":
+        out[c == (1 << fmt.sign_shift)] = "nan"
+    return out
+
+
+def _check_codes(codes: Any, fmt: Format) -> np.ndarray:
+    arr = np.asarray(codes)
+    if arr.dtype.kind not in "ui":
+        raise TypeError(f"codes must be an integer array, got dtype {arr.dtype}")
+    if arr.size:
+        lo, hi = int(arr.min()), int(arr.max())
+        if lo < 0 or hi >= fmt.n_codes:
+            bad = lo if lo < 0 else hi
+            raise ValueError(
+                f"code {bad} is out of range for {fmt.name}: codes are 0..{fmt.n_codes - 1} "
+                f"({fmt.bits} bits)"
+            )
+    return arr
+
+
+def decode(codes: Any, fmt: str | Format, *, nan_bits: str = "ml_dtypes") -> np.ndarray:
+    """float32 values of `codes` (exact: every format here up to FP32 fits in float32).
+
+    `nan_bits` picks the float32 bit pattern of NaN results, which backends disagree on:
+    'ml_dtypes' (default), 'torch' or 'canonical' (see `_nan_float_bits`). Raises ValueError for
+    codes out of range, TypeError for non-integer codes.
+    """
+    f = get_format(fmt)
+    if nan_bits not in NAN_BITS:
+        raise ValueError(f"nan_bits={nan_bits!r} is not one of {', '.join(NAN_BITS)}")
+    arr = _check_codes(codes, f)
+    if isinstance(f, FloatFormat) and f.bits == 32:
+        out32 = arr.astype(np.uint32).view(np.float32).copy()
+        if nan_bits != "ml_dtypes":
+            nan = np.isnan(out32)
+            if nan.any():
+                sign = (arr[nan].astype(np.int64) >> 31) & 1
+                repl = np.uint32(0x7FC00000) | (sign.astype(np.uint32) << np.uint32(31))
+                out32.view(np.uint32)[nan] = repl
+        return out32
+    table = _decode_table(f, nan_bits)
+    if arr.dtype not in (np.uint8, np.uint16):
+        arr = arr.astype(np.intp)
+    out = np.empty(arr.shape, np.float32)
+    flat = arr.reshape(-1)
+    fout = out.reshape(-1)
+    total = flat.shape[0]
+    if total >= _PARALLEL_MIN and _THREADS > 1:
+        step = (total + _THREADS - 1) // _THREADS
+
+        def part(i: int) -> None:
+            lo, hi = i * step, min(total, (i + 1) * step)
+            np.take(table, flat[lo:hi], out=fout[lo:hi])
+
+        list(_pool().map(part, range(_THREADS)))
+    else:
+        np.take(table, flat, out=fout)
+    return out
+
+
+def quantize(x: Any, fmt: str | Format, policy: CastPolicy | None = None, *,
+             rng: np.random.Generator | None = None) -> np.ndarray:
+    """decode(encode(x)): the values `x` takes in `fmt` under `policy` (float32 array)."""
+    return decode(encode(x, fmt, policy, rng=rng), fmt)
+
+
+def pack_fp4(codes: Any) -> np.ndarray:
+    """Two 4-bit codes per byte along the last axis: the even element in the low nibble.
+
+    The last axis must have even length; codes must be 0..15."""
+    arr = np.asarray(codes)
+    if arr.dtype.kind not in "ui":
+        raise TypeError(f"FP4 codes must be integers, got dtype {arr.dtype}")
+    if arr.ndim == 0 or arr.shape[-1] % 2:
+        raise ValueError(f"pack_fp4 needs an even-length last axis, got shape {arr.shape}")
+    if arr.size and (int(arr.min()) < 0 or int(arr.max()) > 15):
+        raise ValueError("FP4 codes must be in 0..15")
+    a = arr.astype(np.uint8)
+    return (a[..., 0::2] | (a[..., 1::2] << np.uint8(4))).astype(np.uint8)
+
+
+def unpack_fp4(packed: Any) -> np.ndarray:
+    """Inverse of pack_fp4: the last axis doubles; low nibble first."""
+    arr = np.asarray(packed)
+    if arr.dtype != np.uint8:
+        raise TypeError(f"packed FP4 must be uint8, got dtype {arr.dtype}")
+    out = np.empty(arr.shape[:-1] + (arr.shape[-1] * 2,), np.uint8) if arr.ndim else None
+    if out is None:
+        raise ValueError("unpack_fp4 needs at least one axis")
+    out[..., 0::2] = arr & np.uint8(0x0F)
+    out[..., 1::2] = arr >> np.uint8(4)
+    return out

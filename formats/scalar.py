@@ -1,0 +1,183 @@
+"""Readable one-value encode and decode: the reference a learner reads, in exact rational arithmetic.
+
+The vectorised codec in `formats.codec` is what runs; tests check both against the same oracles.
+Conventions are those of `CastPolicy` (see its enums for the formulas).
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+from .policy import (
+    CastPolicy,
+    NanPayload,
+    NanToFinite,
+    Overflow,
+    Rounding,
+    Subnormals,
+    UnsignedNegative,
+    UnsignedZero,
+)
+from .specs import Format, FloatFormat, IntFormat, get_format
+
+
+def decode_scalar(code: int, fmt: str | Format) -> float:
+    """Value of one code: (-1)^s × 2^(E - bias) × (1 + M/2^m), or the subnormal/special rule."""
+    f = get_format(fmt)
+    if not 0 <= int(code) < f.n_codes:
+        raise ValueError(f"code {code} is out of range for {f.name} (0..{f.n_codes - 1})")
+    if isinstance(f, IntFormat):
+        return float(code - f.n_codes if f.signed and code >= f.n_codes // 2 else code)
+    m = f.mantissa_bits
+    s = (code >> f.sign_shift) & 1 if f.signed else 0
+    mag = code & f.magnitude_mask
+    E, M = mag >> m, mag & ((1 << m) - 1)
+    if f.nan_encoding == "fnuz" and code == 1 << f.sign_shift:
+        return math.nan
+    if f.nan_encoding in ("fn", "e8m0") and mag == f.magnitude_mask:
+        return math.nan
+    if f.nan_encoding == "ieee" and E == (1 << f.exponent_bits) - 1:
+        return math.nan if M else (-math.inf if s else math.inf)
+    if E == 0 and f.subnormals:
+        value = Fraction(M, 1 << m) * Fraction(2) ** f.emin  # subnormal: 0.M × 2^emin
+    else:
+        value = (1 + Fraction(M, 1 << m)) * Fraction(2) ** (E - f.bias)  # normal: 1.M × 2^(E-bias)
+    return -float(value) if s else float(value)
+
+
+def _round_significand(q: Fraction, negative: bool, rounding: Rounding, u32: int | None) -> int:
+    """Round q ≥ 0 (a value measured in quanta) to an integer under `rounding`."""
+    n = math.floor(q)
+    frac = q - n
+    if frac == 0:
+        return n
+    if rounding is Rounding.NEAREST_EVEN:
+        return n + 1 if frac > Fraction(1, 2) or (frac == Fraction(1, 2) and n % 2 == 1) else n
+    if rounding is Rounding.NEAREST_AWAY:
+        return n + 1 if frac >= Fraction(1, 2) else n
+    if rounding is Rounding.TOWARD_ZERO:
+        return n
+    if rounding is Rounding.UP:
+        return n if negative else n + 1
+    if rounding is Rounding.DOWN:
+        return n + 1 if negative else n
+    assert u32 is not None, "stochastic rounding needs a 32-bit random integer u32"
+    return n + 1 if u32 < math.floor(frac * 2**32) else n  # P(up) = floor(frac·2^32) / 2^32
+
+
+def _nan_code(f: FloatFormat, negative: bool, policy: CastPolicy) -> int:
+    sbit = (1 << f.sign_shift) if (f.signed and negative) else 0
+    if f.nan_encoding == "fnuz":
+        return 1 << f.sign_shift
+    if f.nan_encoding == "e8m0":
+        return 0xFF
+    if policy.nan_payload is NanPayload.ALL_ONES_NEGATIVE:
+        return f.magnitude_mask | (1 << f.sign_shift)
+    if f.nan_encoding == "fn":
+        return f.magnitude_mask | sbit
+    e_all = ((1 << f.exponent_bits) - 1) << f.mantissa_bits
+    if policy.nan_payload is NanPayload.ALL_ONES:
+        return e_all | ((1 << f.mantissa_bits) - 1) | sbit
+    return e_all | (1 << (f.mantissa_bits - 1)) | sbit  # canonical quiet NaN (payload-free input)
+
+
+def encode_scalar(x: float, fmt: str | Format, policy: CastPolicy | None = None,
+                  u32: int | None = None) -> int:
+    """Code of one Python float (float64, or float32 widened) under `policy`.
+
+    Stochastic rounding takes the element's 32 random bits as `u32`. NaN inputs are taken to be
+    payload-free quiet NaNs (payload rules are the vectorised codec's).
+    """
+    from .codec import _check_policy, default_policy
+
+    f = get_format(fmt)
+    pol = policy or default_policy(f)
+    _check_policy(f, pol)
+    x = float(x)
+    if pol.float64_via_float32:
+        import numpy as np
+
+        with np.errstate(over="ignore"):
+            x = float(np.float32(x))
+    negative = math.copysign(1.0, x) < 0
+    if isinstance(f, IntFormat):
+        if math.isnan(x):
+            return _int_nan(f, negative, pol)
+        v = Fraction(x) if math.isfinite(x) else Fraction(int(f.max) * 2 if x > 0 else int(f.min) * 2)
+        n = _round_significand(abs(v), v < 0, pol.rounding, u32)
+        n = -n if v < 0 else n
+        n = max(int(f.min), min(int(f.max), n))
+        return n & (f.n_codes - 1)
+    sbit = (1 << f.sign_shift) if (f.signed and negative) else 0
+    if math.isnan(x):
+        if f.has_nan:
+            return _nan_code(f, negative, pol)
+        return _float_nan_to_finite(f, negative, pol)
+    if not f.signed and negative and x != 0:
+        if pol.unsigned_negative is UnsignedNegative.RAISE:
+            raise ValueError(f"negative value {x!r} cannot be encoded in unsigned {f.name}")
+        if pol.unsigned_negative is UnsignedNegative.NAN:
+            return _nan_code(f, False, pol)
+        x, negative, sbit = -x, False, 0
+    if x == 0 and not f.has_zero:
+        if pol.unsigned_zero is UnsignedZero.RAISE:
+            raise ValueError(f"zero cannot be encoded in {f.name} (it has no zero)")
+        return _nan_code(f, False, pol) if pol.unsigned_zero is UnsignedZero.NAN else 0
+    max_code = f.max_magnitude_code
+    if math.isinf(x):
+        if pol.overflow is Overflow.SATURATE:
+            return max_code | sbit
+        return (max_code + 1) | sbit if f.has_inf else _nan_code(f, negative, pol)
+    v = abs(Fraction(x))
+    m = f.mantissa_bits
+    if v == 0:
+        mag = 0
+    else:
+        e = math.floor(math.log2(v)) if v.numerator else 0
+        while Fraction(2) ** e > v:  # make e = floor(log2 v) exactly
+            e -= 1
+        while Fraction(2) ** (e + 1) <= v:
+            e += 1
+        e_eff = max(e, f.emin)  # below emin the quantum stays 2^(emin - m): subnormals
+        quantum = Fraction(2) ** (e_eff - m)
+        n = _round_significand(v / quantum, negative, pol.rounding, u32)
+        if f.subnormals:
+            mag = ((e_eff - f.emin) << m) + n
+        else:
+            mag = ((e_eff - f.emin) << m) + max(n, 1 << m) - (1 << m)
+        if mag > max_code:
+            toward_zero = pol.rounding is Rounding.TOWARD_ZERO or (
+                pol.rounding is Rounding.UP and negative) or (pol.rounding is Rounding.DOWN and not negative)
+            if toward_zero or pol.overflow is Overflow.SATURATE:
+                mag = max_code
+            elif f.has_inf:
+                mag = max_code + 1
+            else:
+                return _nan_code(f, negative, pol)
+        if f.subnormals and pol.subnormals is Subnormals.FLUSH and 0 < mag < (1 << m):
+            mag = 0
+    if f.nan_encoding == "fnuz" and mag == 0:
+        return 0
+    return mag | sbit
+
+
+def _float_nan_to_finite(f: FloatFormat, negative: bool, pol: CastPolicy) -> int:
+    rule = pol.nan_to_finite
+    if rule is NanToFinite.RAISE:
+        raise ValueError(f"NaN cannot be encoded in {f.name} (it has no NaN)")
+    sbit = 1 << f.sign_shift
+    if rule is NanToFinite.ZERO:
+        return 0
+    if rule is NanToFinite.SIGNED_MAX:
+        return f.max_magnitude_code | (sbit if negative else 0)
+    return 0 if negative else sbit  # NEGATED_ZERO
+
+
+def _int_nan(f: IntFormat, negative: bool, pol: CastPolicy) -> int:
+    rule = pol.nan_to_finite
+    if rule is NanToFinite.RAISE:
+        raise ValueError(f"NaN cannot be encoded in {f.name} (it has no NaN)")
+    if rule is NanToFinite.SIGNED_MAX:
+        return (-int(f.max) if negative and f.signed else int(f.max)) & (f.n_codes - 1)
+    return 0

@@ -1,0 +1,180 @@
+"""Code tables and rounding bins: every code of a format with its fields, value, class and gaps.
+
+`rounding_bin` gives the interval of reals that a policy encodes to a code; its edges are the
+midpoints between neighbours for the nearest modes (which edge is closed is the tie rule), and the
+codes' own values for directed modes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from .codec import _decode_table, classify_codes, default_policy
+from .policy import CastPolicy, Overflow, Rounding
+from .specs import Format, FloatFormat, IntFormat, get_format
+
+
+@dataclass(frozen=True)
+class CodeTable:
+    """Every code of a format, as parallel arrays (row i is code i)."""
+
+    format: str
+    bits: int
+    codes: np.ndarray  # int64
+    sign: np.ndarray  # sign field (0 for unsigned formats)
+    exponent: np.ndarray  # exponent field E (0 for integer grids)
+    mantissa: np.ndarray  # mantissa field M (the integer's magnitude bits for integer grids)
+    value: np.ndarray  # float64 value (NaN/±Inf for specials)
+    cls: np.ndarray  # 'zero' | 'subnormal' | 'normal' | 'inf' | 'nan'
+    gap_next: np.ndarray  # distance to the next larger finite value (NaN at the top and specials)
+    rel_gap: np.ndarray  # gap_next / |value| (NaN where the value is 0 or special)
+
+    def bit_string(self, code: int) -> str:
+        return format(int(code), f"0{self.bits}b")
+
+    def rows(self) -> list[dict[str, Any]]:
+        out = []
+        for i in range(self.codes.size):
+            out.append({
+                "code": int(self.codes[i]),
+                "hex": f"0x{int(self.codes[i]):0{(self.bits + 3) // 4}X}",
+                "bits": self.bit_string(self.codes[i]),
+                "sign": int(self.sign[i]),
+                "exponent": int(self.exponent[i]),
+                "mantissa": int(self.mantissa[i]),
+                "value": _json_float(self.value[i]),
+                "class": str(self.cls[i]),
+                "gap_next": _json_float(self.gap_next[i]),
+                "rel_gap": _json_float(self.rel_gap[i]),
+            })
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"format": self.format, "bits": self.bits, "rows": self.rows()}
+
+
+def _json_float(v: float) -> float | str:
+    v = float(v)
+    if np.isnan(v):
+        return "nan"
+    if np.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    return v
+
+
+def code_table(fmt: str | Format) -> CodeTable:
+    """The full code table of a format (up to 16 bits; FP32 is refused as too large)."""
+    f = get_format(fmt)
+    if f.bits > 16:
+        raise ValueError(f"code_table lists formats up to 16 bits; {f.name} has {f.bits}")
+    codes = np.arange(f.n_codes, dtype=np.int64)
+    value = _decode_table(f, "canonical").astype(np.float64)
+    cls = classify_codes(f)
+    if isinstance(f, FloatFormat):
+        m = f.mantissa_bits
+        sign = (codes >> f.sign_shift) & 1 if f.signed else np.zeros_like(codes)
+        exponent = (codes & f.magnitude_mask) >> m
+        mantissa = codes & ((1 << m) - 1)
+    else:
+        sign = (codes >> (f.bits - 1)) & 1 if f.signed else np.zeros_like(codes)
+        exponent = np.zeros_like(codes)
+        mantissa = codes & ((1 << (f.bits - 1)) - 1)
+    finite = np.isfinite(value)
+    uniq = np.unique(value[finite])  # sorted distinct finite values (-0 and +0 merge)
+    gap = np.full(codes.shape, np.nan)
+    pos = np.searchsorted(uniq, value[finite])
+    nxt = np.where(pos + 1 < uniq.size, uniq[np.minimum(pos + 1, uniq.size - 1)], np.nan)
+    gap[finite] = nxt - value[finite]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = np.where((value != 0) & finite, gap / np.abs(value), np.nan)
+    return CodeTable(f.name, f.bits, codes, sign, exponent, mantissa, value, cls, gap, rel)
+
+
+@dataclass(frozen=True)
+class RoundingBin:
+    """The reals that encode to `code`: from lo to hi, each edge open or closed."""
+
+    code: int
+    value: float
+    lo: float
+    hi: float
+    lo_closed: bool
+    hi_closed: bool
+
+    def contains(self, x: float) -> bool:
+        above = x > self.lo or (self.lo_closed and x == self.lo)
+        below = x < self.hi or (self.hi_closed and x == self.hi)
+        return above and below
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "value": self.value, "lo": self.lo, "hi": self.hi,
+                "lo_closed": self.lo_closed, "hi_closed": self.hi_closed}
+
+
+def rounding_bin(fmt: str | Format, code: int, policy: CastPolicy | None = None) -> RoundingBin:
+    """Interval of reals that `policy` encodes to `code` (finite codes; signed zeros included).
+
+    Nearest modes: edges at the midpoints to the neighbours; a midpoint belongs to this code when
+    the tie rule sends it here (nearest_even: this code's last bit is 0; nearest_away: the
+    midpoint is nearer zero than this value). Directed modes: [v, next) for toward -Inf etc.
+    The largest finite code's outer edge is +Inf when it absorbs overflow (saturate, or a directed
+    mode toward zero). Stochastic rounding has no bin: it raises ValueError.
+    """
+    f = get_format(fmt)
+    pol = policy or default_policy(f)
+    table = code_table(f)
+    if not 0 <= int(code) < f.n_codes:
+        raise ValueError(f"code {code} is out of range for {f.name} (0..{f.n_codes - 1})")
+    if pol.rounding is Rounding.STOCHASTIC:
+        raise ValueError("stochastic rounding maps a value to two codes at random; it has no bin")
+    v = float(table.value[code])
+    if not np.isfinite(v):
+        raise ValueError(f"code {code} of {f.name} is {v}; only finite codes have rounding bins")
+    values = np.unique(table.value[np.isfinite(table.value)])
+    i = int(np.searchsorted(values, v))
+    below = float(values[i - 1]) if i > 0 else None
+    above = float(values[i + 1]) if i + 1 < values.size else None
+    negative_zero = v == 0 and np.signbit(v)
+    is_max = above is None
+    is_min = below is None
+    sat = pol.overflow is Overflow.SATURATE
+    r = pol.rounding
+    if r in (Rounding.NEAREST_EVEN, Rounding.NEAREST_AWAY):
+        lo = (Fraction(below) + Fraction(v)) / 2 if below is not None else None
+        hi = (Fraction(above) + Fraction(v)) / 2 if above is not None else None
+        if r is Rounding.NEAREST_EVEN:
+            even = (code & 1) == 0 if isinstance(f, FloatFormat) else (int(v) % 2 == 0)
+            lo_c = hi_c = even
+        else:
+            lo_c, hi_c = v <= 0, v >= 0
+        if hi is None:  # top: a quantum above is the next binade's first value (overflow threshold)
+            q = Fraction(v) - Fraction(below) if below is not None else Fraction(1)
+            hi = None if sat else Fraction(v) + q / 2 * (1 if isinstance(f, FloatFormat) else 1)
+        if lo is None:
+            lo = None if sat or not f.signed else Fraction(v) - (Fraction(above) - Fraction(v)) / 2
+        if v == 0:  # ±0 split the bin of zero by sign
+            if negative_zero:
+                hi, hi_c = Fraction(0), False
+            elif f.signed and getattr(f, "has_negative_zero", False):
+                lo, lo_c = Fraction(0), True
+    else:
+        down = r is Rounding.DOWN or (r is Rounding.TOWARD_ZERO and v > 0) or (r is Rounding.TOWARD_ZERO and v == 0 and not negative_zero)
+        if down:  # values in [v, next) truncate to v
+            lo, lo_c = Fraction(v), True
+            hi, hi_c = (Fraction(above) if above is not None else None), False
+        else:  # values in (prev, v] go up to v
+            lo, lo_c = (Fraction(below) if below is not None else None), False
+            hi, hi_c = Fraction(v), True
+        if is_max and not down and not sat and r is Rounding.UP:
+            pass
+    lo_f = float(lo) if lo is not None else -np.inf
+    hi_f = float(hi) if hi is not None else np.inf
+    if is_min and lo is None:
+        lo_c = False
+    if is_max and hi is None:
+        hi_c = False
+    return RoundingBin(int(code), v, lo_f, hi_f, bool(lo_c), bool(hi_c))

@@ -1,0 +1,1 @@
+"""lowprec.gpu — cross-checks of the format models against real backends (ml_dtypes, torch, Triton)."""

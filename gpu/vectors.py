@@ -1,0 +1,87 @@
+"""Test vectors for cross-checking casts, generated from the format models.
+
+Per format: every code's value, every midpoint between neighbouring values and the float32 values
+one step either side of it, overflow thresholds (max, the midpoint above it, just above), subnormal
+boundaries, ±0, ±Inf, NaNs with several payloads, float32 subnormals, and seeded random values over
+the whole range (log-uniform magnitudes, both signs). All as float32 (the dtype kernels read);
+`bf16_inputs` gives the subset exactly representable in BF16, for kernels that read BF16.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from formats import FloatFormat, Format, IntFormat, code_table, get_format
+
+_NAN_BITS = np.array([0x7FC00000, 0xFFC00000, 0x7F800001, 0x7FA00000, 0x7F812345, 0xFFFFFFFF,
+                      0xFF812345], np.uint32)
+
+
+def _neighbours32(v: np.ndarray) -> np.ndarray:
+    """v and the float32 values one step below and above it."""
+    v = v.astype(np.float32)
+    with np.errstate(over="ignore"):
+        return np.concatenate([v, np.nextafter(v, np.float32(-np.inf)), np.nextafter(v, np.float32(np.inf))])
+
+
+def special_inputs() -> np.ndarray:
+    """±0, ±Inf, NaN payloads, float32 subnormal edges, float32 extremes."""
+    f32 = np.finfo(np.float32)
+    base = np.array([0.0, -0.0, np.inf, -np.inf, f32.max, -f32.max, f32.smallest_normal,
+                     f32.smallest_subnormal, -f32.smallest_subnormal, 2.0**-127, 1.5 * 2.0**-127,
+                     3 * 2.0**-128, 2.0**-140, 1.0, -1.0], np.float32)
+    sub = np.arange(1, 1 << 23, 4099, dtype=np.uint32).view(np.float32)
+    return np.concatenate([base, _NAN_BITS.view(np.float32), _neighbours32(base[np.isfinite(base)]),
+                           sub, -sub])
+
+
+def structured_inputs(fmt: str | Format) -> np.ndarray:
+    """Every value, midpoint (±1 float32 ulp) and threshold of `fmt`, plus specials; float32."""
+    f = get_format(fmt)
+    if f.bits > 16:
+        raise ValueError(f"vectors enumerate formats up to 16 bits; {f.name} has {f.bits}")
+    t = code_table(f)
+    vals = np.unique(t.value[np.isfinite(t.value)])  # sorted, -0 merged with +0
+    mids = (vals[:-1] + vals[1:]) / 2  # exact in float64; float32 holds them for ≤ 16-bit formats
+    parts = [_neighbours32(vals), _neighbours32(mids)]
+    mx = f.max
+    top_gap = float(vals[-1] - vals[-2])
+    thresholds = np.array([mx, mx + top_gap / 2, mx + top_gap, 2 * mx, mx * 1.5, -(mx + top_gap / 2),
+                           -(mx + top_gap), -2 * mx], np.float64)
+    with np.errstate(over="ignore"):
+        parts.append(_neighbours32(thresholds.astype(np.float32)))
+    if isinstance(f, FloatFormat):
+        sn, nm = f.smallest_subnormal, f.smallest_normal
+        edges = np.array([sn / 2, sn / 4, sn * 0.75, nm, nm - sn / 2, -sn / 2, -nm], np.float64)
+        parts.append(_neighbours32(edges.astype(np.float32)))
+    if isinstance(f, IntFormat):
+        parts.append(_neighbours32(np.arange(f.min - 2, f.max + 2.5, 0.25)))
+    parts.append(special_inputs())
+    return np.concatenate(parts).astype(np.float32)
+
+
+def random_inputs(fmt: str | Format, n: int = 1_000_000, seed: int = 0) -> np.ndarray:
+    """n seeded float32 values: log-uniform magnitudes from below the smallest subnormal to above
+    max, random signs (a third of them uniform within [-max, max] to stress the dense region)."""
+    f = get_format(fmt)
+    rng = np.random.default_rng(seed)
+    lo = np.log2(max(f.smallest_subnormal / 8, 2.0**-149))
+    hi = min(np.log2(f.max) + 2, 127.9)
+    k = n - n // 3
+    mags = np.exp2(rng.uniform(lo, hi, k))
+    signs = rng.choice([-1.0, 1.0], size=k)
+    dense = rng.uniform(-f.max, f.max, n // 3)
+    with np.errstate(over="ignore"):
+        return np.concatenate([mags * signs, dense]).astype(np.float32)
+
+
+def all_inputs(fmt: str | Format, n_random: int = 1_000_000, seed: int = 0) -> np.ndarray:
+    return np.concatenate([structured_inputs(fmt), random_inputs(fmt, n_random, seed)])
+
+
+def bf16_inputs(fmt: str | Format, n_random: int = 100_000, seed: int = 0) -> np.ndarray:
+    """Inputs exactly representable in BF16 (as float32), for kernels that read BF16."""
+    x = all_inputs(fmt, n_random, seed)
+    b = x.view(np.uint32)
+    keep = (b & 0xFFFF) == 0
+    return x[keep]
