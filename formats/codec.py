@@ -36,7 +36,7 @@ from .policy import (
     UnsignedNegative,
     UnsignedZero,
 )
-from .specs import Format, FloatFormat, IntFormat, get_format
+from .specs import BF16, Format, FloatFormat, IntFormat, get_format
 
 CHUNK = 1 << 16  # elements per chunk: scratch stays in L2
 _PARALLEL_MIN = 1 << 20  # arrays at least this large are split over threads
@@ -334,7 +334,8 @@ class _FastPlan:
     magic: float  # 2^(qe_min + src.mbits): adding it rounds to the subnormal quantum
     magic_bits: int
     sub_branch: bool  # the target's subnormal range needs the magic-add branch
-    no_overflow_below: int  # largest |bits| whose rounded code is ≤ max code
+    no_overflow_below: int  # largest |bits| whose rounded code is ≤ max code (nearest-even)
+    max_bits: int  # |bits| of the largest finite value
     sign_shift_down: int  # source sign bit → target sign bit
 
 
@@ -357,7 +358,7 @@ def _fast_plan(fmt: FloatFormat, src_dtype: str) -> _FastPlan:
     half = 1 << (shift0 - 1) if shift0 > 0 else 0
     no_over = max_bits + half - (1 if (maxc & 1) else 0) if shift0 > 0 else max_bits
     return _FastPlan(src, shift0, add_const, min_normal_bits, magic, magic_bits, sub_branch,
-                     no_over, src.width - 1 - fmt.sign_shift)
+                     no_over, max_bits, src.width - 1 - fmt.sign_shift)
 
 
 class _Scratch:
@@ -369,8 +370,15 @@ class _Scratch:
 
 
 def _encode_fast_chunk(x: np.ndarray, out: np.ndarray, fmt: FloatFormat, policy: CastPolicy,
-                       plan: _FastPlan, scratch: _Scratch) -> None:
-    """Nearest-even encode of one chunk into `out` (uint8/uint16), in place; exact."""
+                       plan: _FastPlan, scratch: _Scratch, rand: np.ndarray | None) -> None:
+    """Encode one chunk into `out` (uint8/uint16) in place; exact.
+
+    Nearest-even (rand is None): add half a quantum minus one plus the kept LSB, shift.
+    Stochastic (rand = 32 random bits per element): add the top bits of ~rand, shift — the same
+    decision as the general path's `rand < floor(frac·2^32)`. Elements outside the plain normal
+    range (overflow, ±Inf, NaN; subnormal results under stochastic rounding) go through the general
+    path; nearest-even subnormals use an exact float "magic number" addition.
+    """
     src = plan.src
     k = x.shape[0]
     bits = x.view(src.uint)
@@ -378,49 +386,42 @@ def _encode_fast_chunk(x: np.ndarray, out: np.ndarray, fmt: FloatFormat, policy:
     t = scratch.t[:k]
     uint = src.uint
     np.bitwise_and(bits, uint(src.abs_mask), out=a)
-    amax = int(a.max()) if k else 0
-    if plan.shift0 > 0:
+    if rand is None:
         np.right_shift(a, uint(plan.shift0), out=t)
         np.bitwise_and(t, uint(1), out=t)
         np.add(t, a, out=t)
         np.add(t, uint(plan.add_const), out=t)
-        np.right_shift(t, uint(plan.shift0), out=t)
+        hi_thr = plan.no_overflow_below
     else:
-        np.add(a, uint(plan.add_const), out=t)
-    maxc = fmt.max_magnitude_code
-    fix_idx = None  # elements whose final code is a NaN code or a NaN replacement
-    if amax > plan.no_overflow_below:  # overflow, ±Inf or NaN somewhere in the chunk
-        over = a > plan.no_overflow_below
-        nan_on_overflow = policy.overflow is Overflow.NONFINITE and not fmt.has_inf
-        if policy.overflow is Overflow.SATURATE:
-            np.putmask(t, over, uint(maxc))
-        elif fmt.has_inf:
-            np.putmask(t, over, uint(maxc + 1))
-        fix_idx = np.flatnonzero(over if nan_on_overflow else a > uint(src.inf_bits))
-    if plan.sub_branch:
-        small = np.flatnonzero(a < plan.min_normal_bits)
-        if small.size:
-            fa = a[small].view(x.dtype) + x.dtype.type(plan.magic)
-            t[small] = fa.view(uint) - uint(plan.magic_bits)
+        np.invert(rand, out=t)
+        np.right_shift(t, uint(src.width - plan.shift0), out=t)
+        np.add(t, a, out=t)
+        np.add(t, uint((plan.add_const - ((1 << (plan.shift0 - 1)) - 1)) % (1 << src.width)), out=t)
+        hi_thr = plan.max_bits
+    np.right_shift(t, uint(plan.shift0), out=t)
+    lo_thr = plan.min_normal_bits if plan.sub_branch else 0
+    amax = int(a.max())
+    amin = int(a.min()) if lo_thr else 0
+    magic_idx = None
+    if rand is None and amin < lo_thr:
+        magic_idx = np.flatnonzero(a < lo_thr)
+        fa = a[magic_idx].view(x.dtype) + x.dtype.type(plan.magic)
+        t[magic_idx] = fa.view(uint) - uint(plan.magic_bits)
+    general_idx = None
+    if amax > hi_thr or (rand is not None and amin < lo_thr):
+        sel = a > hi_thr
+        if rand is not None and amin < lo_thr:
+            sel |= a < lo_thr
+        general_idx = np.flatnonzero(sel)
     if fmt.signed:
         np.right_shift(bits, uint(plan.sign_shift_down), out=a)
         np.bitwise_and(a, uint(1 << fmt.sign_shift), out=a)
         if fmt.nan_encoding == "fnuz":
             np.putmask(a, t == 0, uint(0))  # no -0: negative underflow is +0
         np.bitwise_or(t, a, out=t)
-    if fix_idx is not None and fix_idx.size:
-        b = bits[fix_idx]
-        sign = (b >> uint(src.width - 1)).astype(np.int64)
-        is_nan = (b & uint(src.abs_mask)) > uint(src.inf_bits)
-        if fmt.has_nan:
-            payload = np.where(is_nan, (b & uint((1 << src.mbits) - 1)).astype(np.int64), 0)
-            codes = _nan_code(fmt, policy.nan_payload, sign, payload, src)
-            # a finite value or Inf that overflows to NaN gets the canonical NaN with its sign
-            canon = _nan_code(fmt, NanPayload.CANONICAL, sign, payload, src)
-            codes = np.where(is_nan, codes, canon)
-        else:
-            codes = _nan_to_finite(np.zeros(b.size, np.int64), np.ones(b.size, bool), sign, fmt, policy)
-        t[fix_idx] = codes.astype(uint)
+    if general_idx is not None and general_idx.size:
+        sub_rand = rand[general_idx] if rand is not None else None
+        t[general_idx] = _encode_float_general(x[general_idx], fmt, policy, sub_rand).astype(uint)
     np.copyto(out, t, casting="unsafe")
 
 
@@ -430,34 +431,39 @@ def _encode_fast_chunk(x: np.ndarray, out: np.ndarray, fmt: FloatFormat, policy:
 
 
 def _encode_int(x: np.ndarray, fmt: IntFormat, policy: CastPolicy, rand: np.ndarray | None) -> np.ndarray:
-    """Round to an integer with the policy's rounding mode, clamp to [min, max], two's complement."""
+    """Round to an integer with the policy's rounding mode, clamp to [min, max], two's complement.
+
+    Like the float path, stochastic rounding rounds the magnitude: |x| goes up with probability
+    floor(frac(|x|)·2^32)/2^32."""
     xf = x.astype(np.float64)
     nan = np.isnan(xf)
+    neg = np.signbit(xf)
+    with np.errstate(invalid="ignore"):
+        mag = np.abs(xf)
+        fl = np.floor(mag)
+        frac = mag - fl
     rnd = policy.rounding
-    fl = np.floor(xf)
-    frac = xf - fl
     if rnd is Rounding.NEAREST_EVEN:
-        n = np.rint(xf)
+        n_mag = np.rint(mag)
     elif rnd is Rounding.NEAREST_AWAY:
-        n = np.where(frac == 0.5, np.where(xf > 0, fl + 1, fl), np.rint(xf))
+        n_mag = np.where(frac >= 0.5, fl + 1, fl)
     elif rnd is Rounding.TOWARD_ZERO:
-        n = np.trunc(xf)
+        n_mag = fl
     elif rnd is Rounding.UP:
-        n = np.ceil(xf)
+        n_mag = np.where(neg, fl, np.where(frac > 0, fl + 1, fl))
     elif rnd is Rounding.DOWN:
-        n = fl
+        n_mag = np.where(neg, np.where(frac > 0, fl + 1, fl), fl)
     else:
         assert rand is not None
-        # frac is exact for |x| < 2^52; P(up) = floor(frac * 2^32) / 2^32
-        thr = np.floor(np.ldexp(frac, 32))
-        n = fl + (rand.astype(np.float64) < thr)
+        with np.errstate(invalid="ignore"):
+            thr = np.floor(np.ldexp(frac, 32))
+        n_mag = fl + (rand.astype(np.float64) < thr)
     with np.errstate(invalid="ignore"):
-        n = np.clip(n, fmt.min, fmt.max)
+        n = np.clip(np.where(neg, -n_mag, n_mag), fmt.min, fmt.max)
     n = np.where(nan, 0, n).astype(np.int64)
     code = n & ((1 << fmt.bits) - 1)
     if nan.any():
-        sign = np.signbit(xf).astype(np.int64)
-        code = _nan_to_finite(code, nan, sign, fmt, policy)
+        code = _nan_to_finite(code, nan, neg.astype(np.int64), fmt, policy)
     return code
 
 
@@ -474,6 +480,30 @@ def _resolve(fmt: str | Format, policy: CastPolicy | None) -> tuple[Format, Cast
         raise TypeError(f"policy must be a CastPolicy or None, got {type(policy).__name__}")
     _check_policy(f, policy)
     return f, policy
+
+
+def _chunk_random_u32(seed: int, n: int) -> np.ndarray:
+    """32 random bits per element for one chunk, from its own PCG64 stream (reproducible)."""
+    raw = np.random.PCG64(seed).random_raw((n + 1) // 2)
+    return raw.view(np.uint32)[:n]
+
+
+def _encode_bf16_chunk(x: np.ndarray, out: np.ndarray, policy: CastPolicy, scratch: _Scratch) -> None:
+    """float32 → BF16 nearest-even with overflow to Inf: round the whole bit pattern (the carry into
+    the exponent is the IEEE carry; +max rounds up to +Inf) and keep the top half; NaNs redone by
+    the general path for their payload rule."""
+    k = x.shape[0]
+    bits = x.view(np.uint32)
+    t = scratch.t[:k]
+    np.right_shift(bits, np.uint32(16), out=t)
+    np.bitwise_and(t, np.uint32(1), out=t)
+    np.add(t, bits, out=t)
+    np.add(t, np.uint32(0x7FFF), out=t)
+    np.right_shift(t, np.uint32(16), out=out, casting="unsafe")
+    if np.isnan(np.add.reduce(x)):  # a NaN (or an Inf-Inf / overflowing sum: rechecked below)
+        idx = np.flatnonzero(np.isnan(x))
+        if idx.size:
+            out[idx] = _encode_float_general(x[idx], BF16, policy, None).astype(np.uint16)
 
 
 def _chunk_seeds(rng: np.random.Generator, n_chunks: int) -> np.ndarray:
@@ -507,25 +537,33 @@ def encode(x: Any, fmt: str | Format, policy: CastPolicy | None = None, *,
     seeds = _chunk_seeds(rng, n_chunks) if stochastic and rng is not None else None
     use_fast = (
         isinstance(f, FloatFormat)
-        and pol.rounding is Rounding.NEAREST_EVEN
-        and (pol.subnormals is Subnormals.KEEP or not f.subnormals)
+        and pol.rounding in (Rounding.NEAREST_EVEN, Rounding.STOCHASTIC)
+        and pol.subnormals is Subnormals.KEEP
         and f.subnormals
         and f.signed
         and f.mantissa_bits < _src_of(flat_in.dtype).mbits
     )
+    bf16_fast = (
+        f is BF16 and flat_in.dtype == np.float32 and pol.rounding is Rounding.NEAREST_EVEN
+        and pol.subnormals is Subnormals.KEEP and pol.overflow is Overflow.NONFINITE
+    )
 
     def run(chunk_ids: range) -> None:
-        scratch = _Scratch(_src_of(flat_in.dtype).uint) if use_fast else None
+        scratch = _Scratch(_src_of(flat_in.dtype).uint) if (use_fast or bf16_fast) else None
         for ci in chunk_ids:
             lo, hi = ci * CHUNK, min(total, (ci + 1) * CHUNK)
             xc = flat_in[lo:hi]
-            if use_fast:
-                assert scratch is not None and isinstance(f, FloatFormat)
-                _encode_fast_chunk(xc, flat_out[lo:hi], f, pol, _fast_plan(f, str(xc.dtype)), scratch)
-                continue
             rand = None
             if seeds is not None:
-                rand = np.random.default_rng(int(seeds[ci])).integers(0, 2**32, size=hi - lo, dtype=np.uint32)
+                rand = _chunk_random_u32(int(seeds[ci]), hi - lo)
+            if bf16_fast:
+                assert scratch is not None
+                _encode_bf16_chunk(xc, flat_out[lo:hi], pol, scratch)
+                continue
+            if use_fast:
+                assert scratch is not None and isinstance(f, FloatFormat)
+                _encode_fast_chunk(xc, flat_out[lo:hi], f, pol, _fast_plan(f, str(xc.dtype)), scratch, rand)
+                continue
             if isinstance(f, IntFormat):
                 codes = _encode_int(xc, f, pol, rand)
             else:
@@ -553,9 +591,9 @@ def _nan_float_bits(fmt: FloatFormat, code: int, nan_bits: str) -> int:
 
     canonical: 0x7FC00000 with the code's sign. ml_dtypes 0.6 (numpy for FP16): BF16/FP16 keep
     their payload (shifted left, not quieted); other formats give the canonical quiet NaN with the
-    sign, fnuz's 0x80 gives 0xFFC00000. torch 2.13: BF16 keeps its payload; FP16 gives 0x7FFFFFFF;
-    E5M2 and E4M3FN go through the IEEE half path (quiet bit set, payload shifted); fnuz and E8M0
-    give 0x7F800001.
+    sign, fnuz's 0x80 gives 0xFFC00000. torch 2.13: BF16 keeps its payload; FP16, E5M2 and E4M3FN
+    set the quiet bit and keep the payload, shifted (FP16: in the vectorised lanes; elements in the
+    scalar tail of torch's loop give 0x7FFFFFFF instead); fnuz and E8M0 give 0x7F800001.
     """
     m = fmt.mantissa_bits
     sign = (code >> fmt.sign_shift) & 1 if fmt.signed else 0
@@ -572,8 +610,6 @@ def _nan_float_bits(fmt: FloatFormat, code: int, nan_bits: str) -> int:
     # torch
     if fmt.name == "BF16":
         return s31 | 0x7F800000 | (payload << (23 - m))
-    if fmt.name == "FP16":
-        return 0x7FFFFFFF
     if fmt.nan_encoding in ("fnuz", "e8m0"):
         return 0x7F800001
     return s31 | 0x7FC00000 | (payload << (23 - m))
@@ -599,7 +635,8 @@ def _decode_table(fmt: Format, nan_bits: str) -> np.ndarray:
         exp = E - fmt.bias - m
     vals = np.ldexp(sig.astype(np.float64), exp.astype(np.int32))
     vals = np.where(sign == 1, -vals, vals)
-    table = vals.astype(np.float32)
+    with np.errstate(over="ignore"):  # special codes overflow here; they are set below
+        table = vals.astype(np.float32)
     bits = table.view(np.uint32)
     for c in codes[classify_codes(fmt) == "nan"]:
         bits[c] = _nan_float_bits(fmt, int(c), nan_bits)

@@ -1,0 +1,370 @@
+"""Lesson files: parse `content/lessons/NN-slug.md` into front matter, Markdown and widget directives.
+
+This module owns the lesson source format and nothing that draws (pure Python, no Panel import).
+A lesson file starts with front matter between two `---` lines (`title`, `order` — an integer —
+and `summary`, each `key: value`), followed by Markdown. A line of the form
+`::: widget Name key=value ...` (outside fenced code) places a widget; `Name` must be one of
+`WIDGET_PARAMS` and every key one of that widget's parameters. Directive values parse as int,
+float, `true`/`false`, else text; a value quoted with `"..."` is always text, and a parameter whose
+default is text always receives the value exactly as written (so `value=3.30` reaches BinExplorer as
+`"3.30"`); an integer given for a float parameter becomes a float. A placeholder
+`{{ example:NAME }}` or `{{ example:NAME.FIELD }}` anywhere in the Markdown (code included) is
+replaced by `simulations.examples.example(NAME).format(FIELD)` at render time, so the prose cannot
+disagree with the code. Every problem raises `LessonError` (a `ValueError`) naming the file and line.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Union
+
+__all__ = [
+    "DEFAULT_ROOT",
+    "WIDGET_PARAMS",
+    "Lesson",
+    "LessonError",
+    "MarkdownBlock",
+    "WidgetDirective",
+    "load_lessons",
+    "parse_directive",
+    "parse_lesson",
+    "placeholders",
+    "render_blocks",
+]
+
+DEFAULT_ROOT = Path(__file__).resolve().parents[1] / "content" / "lessons"
+
+ParamValue = Union[str, int, float, bool]
+
+# Widgets a lesson may place, with their parameters and default values (the default's type is the
+# parameter's type). This is the contract shared with app/widgets; tests check the two agree.
+WIDGET_PARAMS: dict[str, dict[str, ParamValue]] = {
+    "BinExplorer": {
+        "format": "E4M3FN",
+        "value": "3.3",
+        "convention": "ml_dtypes",
+        "rounding": "nearest_even",
+        "overflow": "",
+        "compare_format": "E5M2",
+        "decode_scale": 1.0,
+    },
+    "Conventions": {"format": "E4M3FN"},
+    "DelayedSpike": {
+        "format": "E4M3FN",
+        "history": 16,
+        "algo": "max",
+        "margin": 0,
+        "steps": 200,
+        "spike_step": 100,
+        "spike": 50.0,
+    },
+    "AttentionRounding": {
+        "format": "E4M3FN",
+        "rounding": "nearest_even",
+        "seq": 128,
+        "temperature": 1.0,
+        "trials": 200,
+        "renormalize": False,
+        "preset": "random",
+    },
+    "RecomputeDivergence": {"variant": "fixed", "layers": 4, "steps": 20},
+    "ScaleGrouping": {
+        "format": "E4M3FN",
+        "granularity": "tensor",
+        "outlier": 100.0,
+        "outlier_row": 3,
+        "outlier_col": 5,
+    },
+    "BlockFormats": {"recipe": "MXFP8", "scale_rule": "floor", "hadamard": False},
+}
+
+FRONT_MATTER_KEYS = ("title", "order", "summary")
+
+_DIRECTIVE_RE = re.compile(r"^:::\s*widget\s+([A-Za-z_]\w*)\s*(.*?)\s*$")
+_PARAM_RE = re.compile(r'\s*([A-Za-z_]\w*)=(?:"([^"]*)"|([^\s"]+))')
+_PLACEHOLDER_RE = re.compile(r"\{\{(.*?)\}\}")
+_PLACEHOLDER_BODY_RE = re.compile(r"^\s*example:([A-Za-z_]\w*)(?:\.([A-Za-z_]\w*))?\s*$")
+_INT_RE = re.compile(r"^[+-]?\d+$")
+_FLOAT_RE = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
+_FENCE_RE = re.compile(r"^\s*(```|~~~)")
+_SLUG_PREFIX_RE = re.compile(r"^\d+-")
+
+
+class LessonError(ValueError):
+    """A malformed lesson: bad front matter, unknown widget or parameter, unresolvable placeholder."""
+
+
+@dataclass(frozen=True)
+class Lesson:
+    """One lesson file. `text` is the Markdown body after the front matter; `body_line` is the
+    1-based line number of the body's first line in the file (for error messages)."""
+
+    slug: str  # file name without the order prefix and extension: "arithmetic-contract"
+    title: str
+    order: int  # position in the course; lessons sort by it
+    summary: str  # one sentence for the landing page
+    path: Path | None  # the file it came from, None when parsed from a string
+    text: str  # Markdown body with directives and unresolved placeholders
+    body_line: int = 1
+
+
+@dataclass(frozen=True)
+class MarkdownBlock:
+    """A run of Markdown with its placeholders already replaced by computed values."""
+
+    text: str
+    line: int = 1  # file line of the block's first line
+
+
+@dataclass(frozen=True)
+class WidgetDirective:
+    """A widget to place: class name and keyword parameters (typed, checked against WIDGET_PARAMS)."""
+
+    name: str
+    params: dict[str, ParamValue] = field(default_factory=dict)
+    line: int = 1  # file line of the directive
+
+
+Resolver = Callable[[str, Union[str, None]], str]
+
+
+def _where(path: Path | None, line: int) -> str:
+    return f"{path if path is not None else '<lesson>'}:{line}"
+
+
+def parse_lesson(text: str, slug: str = "", path: Path | None = None) -> Lesson:
+    """Split front matter from body and check the front matter; directives are checked here too,
+    placeholders only at render time (they need `simulations.examples`)."""
+    if not isinstance(text, str):
+        raise TypeError(f"lesson text must be str, got {type(text).__name__}")
+    lines = text.splitlines()
+    if not lines or lines[0].strip() != "---":
+        raise LessonError(f"{_where(path, 1)}: a lesson must start with a '---' front matter line")
+    meta: dict[str, str] = {}
+    end = None
+    for i, line in enumerate(lines[1:], start=2):
+        if line.strip() == "---":
+            end = i
+            break
+        if not line.strip():
+            continue
+        key, sep, value = line.partition(":")
+        key = key.strip()
+        if not sep or not key:
+            raise LessonError(f"{_where(path, i)}: front matter line {line!r} is not 'key: value'")
+        if key not in FRONT_MATTER_KEYS:
+            raise LessonError(
+                f"{_where(path, i)}: unknown front matter key {key!r}; allowed: {', '.join(FRONT_MATTER_KEYS)}"
+            )
+        if key in meta:
+            raise LessonError(f"{_where(path, i)}: front matter key {key!r} given twice")
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+            value = value[1:-1]
+        meta[key] = value
+    if end is None:
+        raise LessonError(f"{_where(path, 1)}: front matter is not closed by a '---' line")
+    missing = [k for k in FRONT_MATTER_KEYS if not meta.get(k)]
+    if missing:
+        raise LessonError(f"{_where(path, 1)}: front matter lacks {', '.join(missing)}")
+    try:
+        order = int(meta["order"])
+    except ValueError:
+        raise LessonError(f"{_where(path, 1)}: order must be an integer, got {meta['order']!r}") from None
+    body_lines = lines[end:]
+    lesson = Lesson(
+        slug=slug,
+        title=meta["title"],
+        order=order,
+        summary=meta["summary"],
+        path=path,
+        text="\n".join(body_lines) + ("\n" if body_lines else ""),
+        body_line=end + 1,
+    )
+    # check directives now so a bad lesson fails on load, not on first view
+    for line_no, line, in_fence in _body_lines(lesson):
+        if not in_fence and line.lstrip().startswith(":::"):
+            parse_directive(line, path=path, line=line_no)
+    return lesson
+
+
+def _body_lines(lesson: Lesson) -> list[tuple[int, str, bool]]:
+    """(file line number, line, inside fenced code) for every body line."""
+    out: list[tuple[int, str, bool]] = []
+    in_fence = False
+    for offset, line in enumerate(lesson.text.splitlines()):
+        is_fence = bool(_FENCE_RE.match(line))
+        out.append((lesson.body_line + offset, line, in_fence or is_fence))
+        if is_fence:
+            in_fence = not in_fence
+    return out
+
+
+def _parse_value(raw: str, quoted: bool) -> ParamValue:
+    if quoted:
+        return raw
+    if raw in ("true", "True"):
+        return True
+    if raw in ("false", "False"):
+        return False
+    if _INT_RE.match(raw):
+        return int(raw)
+    if _FLOAT_RE.match(raw):
+        return float(raw)
+    return raw
+
+
+def _coerce(widget: str, key: str, raw: str, value: ParamValue, where: str) -> ParamValue:
+    default = WIDGET_PARAMS[widget][key]
+    if isinstance(default, str):
+        return raw
+    if isinstance(default, bool):
+        if isinstance(value, bool):
+            return value
+        raise LessonError(f"{where}: {widget} parameter {key}={raw!r} must be true or false")
+    if isinstance(default, int):
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        raise LessonError(f"{where}: {widget} parameter {key}={raw!r} must be an integer")
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    raise LessonError(f"{where}: {widget} parameter {key}={raw!r} must be a number")
+
+
+def parse_directive(text: str, path: Path | None = None, line: int = 1) -> WidgetDirective:
+    """Parse one `::: widget Name key=value ...` line; unknown widget or parameter, a malformed
+    token, a repeated key or a value of the wrong type raises LessonError naming file and line."""
+    where = _where(path, line)
+    match = _DIRECTIVE_RE.match(text.strip())
+    if match is None:
+        raise LessonError(f"{where}: malformed directive {text.strip()!r}; expected '::: widget Name key=value ...'")
+    name, rest = match.group(1), match.group(2)
+    if name not in WIDGET_PARAMS:
+        raise LessonError(f"{where}: unknown widget {name!r}; known: {', '.join(sorted(WIDGET_PARAMS))}")
+    params: dict[str, ParamValue] = {}
+    pos = 0
+    while pos < len(rest):
+        token = _PARAM_RE.match(rest, pos)
+        if token is None or (token.end() < len(rest) and not rest[token.end()].isspace()):
+            raise LessonError(
+                f"{where}: malformed parameter near {rest[pos:].strip()!r}; expected key=value or key=\"text\""
+            )
+        key, quoted_text, bare = token.group(1), token.group(2), token.group(3)
+        if key not in WIDGET_PARAMS[name]:
+            raise LessonError(
+                f"{where}: {name} has no parameter {key!r}; allowed: {', '.join(WIDGET_PARAMS[name])}"
+            )
+        if key in params:
+            raise LessonError(f"{where}: parameter {key!r} given twice")
+        raw = quoted_text if quoted_text is not None else bare
+        params[key] = _coerce(name, key, raw, _parse_value(raw, quoted_text is not None), where)
+        pos = token.end()
+        while pos < len(rest) and rest[pos].isspace():
+            pos += 1
+    return WidgetDirective(name=name, params=params, line=line)
+
+
+def placeholders(text: str) -> list[tuple[str, str | None]]:
+    """Every (example name, field or None) that `text` refers to, in order; malformed ones raise."""
+    out: list[tuple[str, str | None]] = []
+    for match in _PLACEHOLDER_RE.finditer(text):
+        body = _PLACEHOLDER_BODY_RE.match(match.group(1))
+        if body is None:
+            raise LessonError(f"malformed placeholder {match.group(0)!r}; expected {{{{ example:NAME[.FIELD] }}}}")
+        out.append((body.group(1), body.group(2)))
+    return out
+
+
+def _default_resolver() -> Resolver:
+    try:
+        from simulations.examples import example
+    except ImportError as exc:  # pragma: no cover - only while simulations.examples is missing
+        raise LessonError(f"cannot resolve placeholders: simulations.examples is not importable ({exc})") from exc
+
+    def resolve(name: str, field_name: str | None) -> str:
+        return example(name).format(field_name)
+
+    return resolve
+
+
+def _resolve_line(text: str, resolve: Resolver, where: str) -> str:
+    def substitute(match: re.Match[str]) -> str:
+        body = _PLACEHOLDER_BODY_RE.match(match.group(1))
+        if body is None:
+            raise LessonError(
+                f"{where}: malformed placeholder {match.group(0)!r}; expected {{{{ example:NAME[.FIELD] }}}}"
+            )
+        name, field_name = body.group(1), body.group(2)
+        try:
+            return str(resolve(name, field_name))
+        except LessonError:
+            raise
+        except (KeyError, ValueError, TypeError, AttributeError) as exc:
+            what = f"{name}.{field_name}" if field_name else name
+            raise LessonError(f"{where}: cannot resolve placeholder example:{what}: {exc}") from exc
+
+    return _PLACEHOLDER_RE.sub(substitute, text)
+
+
+def render_blocks(
+    lesson: Lesson, *, resolve: Resolver | None = None
+) -> list[MarkdownBlock | WidgetDirective]:
+    """The lesson body as Markdown blocks (placeholders replaced) and widget directives, in order.
+
+    `resolve(name, field)` turns a placeholder into text; by default
+    `simulations.examples.example(name).format(field)`. Blank Markdown between directives is dropped.
+    """
+    resolver = resolve
+    blocks: list[MarkdownBlock | WidgetDirective] = []
+    pending: list[str] = []
+    pending_line = lesson.body_line
+
+    def flush() -> None:
+        if any(part.strip() for part in pending):
+            blocks.append(MarkdownBlock(text="\n".join(pending).strip("\n") + "\n", line=pending_line))
+        pending.clear()
+
+    for line_no, line, in_fence in _body_lines(lesson):
+        if not in_fence and line.lstrip().startswith(":::"):
+            flush()
+            blocks.append(parse_directive(line, path=lesson.path, line=line_no))
+            pending_line = line_no + 1
+            continue
+        if "{{" in line or "}}" in line:
+            if _PLACEHOLDER_RE.search(line) is None:
+                raise LessonError(f"{_where(lesson.path, line_no)}: unbalanced placeholder braces in {line.strip()!r}")
+            if resolver is None:
+                resolver = _default_resolver()
+            line = _resolve_line(line, resolver, _where(lesson.path, line_no))
+        if not pending:
+            pending_line = line_no
+        pending.append(line)
+    flush()
+    return blocks
+
+
+def load_lessons(root: Path | None = None) -> list[Lesson]:
+    """Every `*.md` lesson under `root` (default `content/lessons`), sorted by `order`.
+
+    The slug is the file name without its `NN-` prefix and extension. Two lessons with the same
+    order or slug raise LessonError.
+    """
+    folder = Path(root) if root is not None else DEFAULT_ROOT
+    if not folder.is_dir():
+        raise LessonError(f"{folder}: lesson folder does not exist")
+    lessons: list[Lesson] = []
+    for path in sorted(folder.glob("*.md")):
+        slug = _SLUG_PREFIX_RE.sub("", path.stem)
+        lessons.append(parse_lesson(path.read_text(encoding="utf-8"), slug=slug, path=path))
+    seen_order: dict[int, Path | None] = {}
+    seen_slug: dict[str, Path | None] = {}
+    for lesson in lessons:
+        if lesson.order in seen_order:
+            raise LessonError(f"{_where(lesson.path, 1)}: order {lesson.order} also used by {seen_order[lesson.order]}")
+        if lesson.slug in seen_slug:
+            raise LessonError(f"{_where(lesson.path, 1)}: slug {lesson.slug!r} also used by {seen_slug[lesson.slug]}")
+        seen_order[lesson.order] = lesson.path
+        seen_slug[lesson.slug] = lesson.path
+    return sorted(lessons, key=lambda lesson: lesson.order)

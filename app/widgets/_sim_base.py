@@ -1,0 +1,109 @@
+"""Shared machinery of the five simulation widgets (delayed spike, attention rounding, recompute
+divergence, scale grouping, block formats): a `pn.viewable.Viewer` that builds its Bokeh figures and
+`ColumnDataSource`s once, recomputes its simulation when a parameter changes, pushes the new columns
+into the existing sources, and shows a plain-language summary line. Bad input never raises out of a
+callback: the simulation's `ValueError`/`TypeError` becomes a visible "Invalid ..." alert next to the
+controls and the last good view stays on screen. Subclasses own the simulation call and the plots;
+this module owns only the update protocol.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import panel as pn
+import param
+from bokeh.models import ColumnDataSource
+
+
+class SimulationWidget(pn.viewable.Viewer):
+    """Base class: subclasses implement `_compute`, `_source_data`, `_build_figures`, `_summary_text`.
+
+    `_compute()` runs the simulation for the current parameters and returns its result (or raises
+    `ValueError`/`TypeError` for a bad combination); `_source_data(result)` returns one column dict
+    per named source; `_build_figures(sources)` returns the plot layout built once over the sources.
+    After every successful update `result` holds the simulation result that is on screen,
+    `source_data` the dicts pushed to the sources and `last_update_s` the seconds the update took.
+    """
+
+    title: str = "Simulation"
+    #: parameters whose change triggers a recomputation (subclasses list theirs)
+    watched: tuple[str, ...] = ()
+
+    def __init__(self, **params: Any) -> None:
+        super().__init__(**params)
+        self.result: Any = None
+        self.source_data: dict[str, dict[str, list[Any]]] = {}
+        self.last_update_s: float = 0.0
+        self.error: str = ""
+        self._alert = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
+        self._summary = pn.pane.Markdown("", sizing_mode="stretch_width")
+        result = self._compute()  # defaults must be valid: let a bad constructor argument raise
+        data = self._source_data(result)
+        self.sources: dict[str, ColumnDataSource] = {
+            name: ColumnDataSource(data=columns) for name, columns in data.items()
+        }
+        self._plots = self._build_figures(self.sources)
+        self._accept(result, data)
+        if self.watched:
+            self.param.watch(self._on_param_change, list(self.watched))
+
+    # -- subclass hooks -------------------------------------------------------------------------
+    def _compute(self) -> Any:
+        raise NotImplementedError
+
+    def _source_data(self, result: Any) -> dict[str, dict[str, list[Any]]]:
+        raise NotImplementedError
+
+    def _build_figures(self, sources: dict[str, ColumnDataSource]) -> Any:
+        raise NotImplementedError
+
+    def _summary_text(self, result: Any) -> str:
+        return ""
+
+    def _after_update(self, result: Any) -> None:
+        """Hook for figure properties that are not source data (ranges, highlighted spans)."""
+
+    def _controls(self) -> list[Any]:
+        return [pn.Param(self.param, parameters=list(self.watched), show_name=False)]
+
+    # -- update protocol ------------------------------------------------------------------------
+    def _on_param_change(self, *events: param.parameterized.Event) -> None:
+        self.update()
+
+    def update(self) -> bool:
+        """Recompute and push new data; on bad input show the message and keep the last view."""
+        start = time.perf_counter()
+        try:
+            result = self._compute()
+            data = self._source_data(result)
+        except (ValueError, TypeError) as exc:
+            self.error = f"Invalid input: {exc}"
+            self._alert.object = self.error
+            self._alert.visible = True
+            return False
+        self._accept(result, data)
+        self.last_update_s = time.perf_counter() - start
+        return True
+
+    def _accept(self, result: Any, data: dict[str, dict[str, list[Any]]]) -> None:
+        for name, columns in data.items():
+            self.sources[name].data = columns
+        self.result = result
+        self.source_data = data
+        self.error = ""
+        self._alert.object = ""
+        self._alert.visible = False
+        self._after_update(result)
+        self._summary.object = self._summary_text(result)
+
+    @property
+    def summary(self) -> str:
+        """The plain-language line shown above the plots."""
+        return str(self._summary.object)
+
+    def __panel__(self) -> pn.viewable.Viewable:
+        controls = pn.Column(*self._controls(), self._alert, width=300)
+        body = pn.Column(self._summary, self._plots, sizing_mode="stretch_width")
+        return pn.Row(controls, body, sizing_mode="stretch_width")

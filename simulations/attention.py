@@ -1,0 +1,507 @@
+"""Attention-probability rounding: what storing softmax probabilities P in a low-precision format does
+to the attention output O = P·V.
+
+Scores become P by a stable softmax (the row maximum is subtracted before `exp`), P is rounded in a
+chosen format with `formats.encode` (round-to-nearest-even or stochastic rounding; optionally with a
+per-row decode scale `decode_scale = row_amax / fmt.max`, so the row maximum maps onto the format's
+largest finite value), and O is accumulated exactly in float64, so every error reported comes from the
+rounding of P (and of V when `v_format` is given), never from the accumulation. With
+ΔP = P̃ − P and ΔV = Ṽ − V the exact error is ΔO = ΔP·Ṽ + P·ΔV = ΔP·V + P·ΔV + ΔP·ΔV; the first two
+terms are the first-order estimate. For stochastic rounding every entry's error e_j is independent with
+Var(e_j) = (x − lo)(hi − x) (x between grid neighbours lo < hi, times decode_scale²), so the
+variance of an output element is Σ_j Ṽ_j² Var(e_j). Renormalising a rounded row (P̃ / ΣP̃) divides by a
+random mass; a second-order expansion of X/S about E[S] = 1 gives the bias
+E[P̃_j/S] − P_j ≈ P_j·Σ_k Var(e_k) − Var(e_j). Relative errors use the denominator
+max(‖O‖_F, REL_ERROR_FLOOR). Fully masked rows follow `masked_rows`: "raise" (default, ValueError)
+or "zero" (the row of P and of O is zero, as FlashAttention-style kernels return when the softmax
+denominator is empty); row-mass error is ΣP̃ − ΣP, i.e. ΣP̃ − 1 on ordinary rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from formats import CastPolicy, FloatFormat, IntFormat, decode, encode, get_format
+
+ROUNDINGS = ("nearest_even", "stochastic")
+SCALES = ("none", "row")
+MASKS = ("none", "causal")
+MASKED_ROW_POLICIES = ("raise", "zero")
+SUGGESTED_FORMATS = ("E4M3FN", "E5M2", "BF16", "FP16", "E2M1")
+REL_ERROR_FLOOR = 1e-30  # ε in max(‖O‖, ε): only matters when O is exactly zero
+_TRIAL_BLOCK = 64  # Monte-Carlo trials processed together (bounds memory: block × queries × keys)
+
+ProgressFn = Callable[[int, int], None]
+
+
+def _list(a: np.ndarray) -> Any:
+    return np.asarray(a, dtype=np.float64).tolist()
+
+
+# ------------------------------------------------------------------------------------------------
+# inputs
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AttentionInputs:
+    """Scores (queries × keys), values (keys × head_dim) and an optional mask (True = may attend)."""
+
+    scores: np.ndarray
+    values: np.ndarray
+    mask: np.ndarray | None = None
+    description: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "scores": _list(self.scores),
+            "values": _list(self.values),
+            "mask": None if self.mask is None else self.mask.astype(bool).tolist(),
+            "description": dict(self.description),
+        }
+
+
+def _positive_int(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an integer, got {value!r}")
+    if value <= 0:
+        raise ValueError(f"{name} must be a positive integer, got {value}")
+    return int(value)
+
+
+def _finite_float(name: str, value: Any, *, positive: bool = False, lo: float | None = None,
+                  hi: float | None = None) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
+        raise TypeError(f"{name} must be a number, got {value!r}")
+    v = float(value)
+    if not np.isfinite(v) or (positive and v <= 0):
+        raise ValueError(f"{name} must be a {'positive ' if positive else ''}finite number, got {value!r}")
+    if (lo is not None and v < lo) or (hi is not None and v > hi):
+        raise ValueError(f"{name} must lie in [{lo}, {hi}], got {value!r}")
+    return v
+
+
+def make_inputs(seq: int = 128, head_dim: int = 64, *, temperature: float = 1.0,
+                v_outlier_fraction: float = 0.0, v_outlier_scale: float = 20.0,
+                mask: str = "none", seed: int = 0) -> AttentionInputs:
+    """Random attention inputs: `seq` queries and keys, scores z / temperature with z ~ N(0, 1)
+    (what q·k/√d gives for unit-variance q, k), V ~ N(0, 1) with a fraction of its elements multiplied
+    by `v_outlier_scale`. Lower temperature concentrates each row's probability on fewer keys.
+    `mask`: "none" or "causal" (query i attends to keys 0..i)."""
+    seq = _positive_int("seq", seq)
+    head_dim = _positive_int("head_dim", head_dim)
+    temperature = _finite_float("temperature", temperature, positive=True)
+    v_outlier_fraction = _finite_float("v_outlier_fraction", v_outlier_fraction, lo=0.0, hi=1.0)
+    v_outlier_scale = _finite_float("v_outlier_scale", v_outlier_scale)
+    if mask not in MASKS:
+        raise ValueError(f"mask={mask!r} is not one of {', '.join(map(repr, MASKS))}")
+    rng = np.random.default_rng(seed)
+    scores = rng.standard_normal((seq, seq)) / temperature
+    values = rng.standard_normal((seq, head_dim))
+    if v_outlier_fraction > 0:
+        outliers = rng.random((seq, head_dim)) < v_outlier_fraction
+        values = np.where(outliers, values * v_outlier_scale, values)
+    mask_arr = np.tril(np.ones((seq, seq), dtype=bool)) if mask == "causal" else None
+    desc = {"seq": seq, "head_dim": head_dim, "temperature": temperature,
+            "v_outlier_fraction": v_outlier_fraction, "v_outlier_scale": v_outlier_scale,
+            "mask": mask, "seed": seed}
+    return AttentionInputs(scores, values, mask_arr, desc)
+
+
+# ------------------------------------------------------------------------------------------------
+# softmax and rounding
+# ------------------------------------------------------------------------------------------------
+
+
+def _check_mask(mask: Any, shape: tuple[int, ...]) -> np.ndarray | None:
+    if mask is None:
+        return None
+    m = np.asarray(mask)
+    if m.dtype != bool:
+        raise TypeError(f"mask must be a boolean array (True = may attend), got dtype {m.dtype}")
+    if m.shape != shape:
+        raise ValueError(f"mask has shape {m.shape}; the scores have shape {shape}")
+    return m
+
+
+def softmax_probs(scores: Any, mask: Any = None, *, masked_rows: str = "raise") -> np.ndarray:
+    """Row softmax in float64, stable: exp(s - max) / Σ exp(s - max) over the unmasked keys.
+
+    Scores must be finite where the mask allows attention (masked entries are ignored, -inf
+    included). A row with no keys raises; a fully masked row raises or becomes zeros
+    (`masked_rows="zero"`)."""
+    s = np.asarray(scores)
+    if s.dtype.kind not in "fiu" or s.dtype == bool:
+        raise TypeError(f"scores must be a real array, got dtype {s.dtype}")
+    s = s.astype(np.float64)
+    if s.ndim != 2:
+        raise ValueError(f"scores must be 2-D (queries × keys), got shape {s.shape}")
+    if s.shape[0] == 0 or s.shape[1] == 0:
+        raise ValueError(f"scores have an empty dimension (shape {s.shape}); each row needs keys")
+    if masked_rows not in MASKED_ROW_POLICIES:
+        raise ValueError(f"masked_rows={masked_rows!r} is not one of "
+                         f"{', '.join(map(repr, MASKED_ROW_POLICIES))}")
+    m = _check_mask(mask, s.shape)
+    allowed = np.ones(s.shape, dtype=bool) if m is None else m
+    bad = allowed & ~np.isfinite(s)
+    if bad.any():
+        i, j = np.argwhere(bad)[0]
+        raise ValueError(f"score[{i}, {j}] = {s[i, j]} is not finite; mask it out instead "
+                         f"(scores must be finite where attention is allowed)")
+    empty = ~allowed.any(axis=1)
+    if empty.any() and masked_rows == "raise":
+        raise ValueError(f"row {int(np.argmax(empty))} is fully masked ({int(empty.sum())} such rows); "
+                         f"pass masked_rows='zero' to give such rows P = 0 and O = 0")
+    s = np.where(allowed, s, -np.inf)
+    row_max = np.where(empty, 0.0, s.max(axis=1, initial=-np.inf))
+    e = np.where(allowed, np.exp(s - row_max[:, None]), 0.0)
+    denom = e.sum(axis=1)
+    denom = np.where(empty, 1.0, denom)
+    return e / denom[:, None]
+
+
+def _check_format(fmt: Any) -> FloatFormat:
+    f = get_format(fmt)
+    if isinstance(f, IntFormat) or not isinstance(f, FloatFormat) or not f.signed:
+        raise ValueError(f"format {f} cannot hold probabilities here; use a signed float format "
+                         f"such as {', '.join(SUGGESTED_FORMATS)}")
+    return f
+
+
+def _row_decode_scale(probs: np.ndarray, f: FloatFormat, scale: str) -> np.ndarray:
+    """decode_scale per row: row_amax / fmt.max ("row") or 1 ("none"); 1 for all-zero rows."""
+    if scale not in SCALES:
+        raise ValueError(f"scale={scale!r} is not one of {', '.join(map(repr, SCALES))}")
+    if scale == "none":
+        return np.ones(probs.shape[0])
+    amax = probs.max(axis=1)
+    return np.where(amax > 0, amax / f.max, 1.0)
+
+
+def round_probs(probs: np.ndarray, fmt: Any, rounding: str = "nearest_even", *, scale: str = "none",
+                rng: np.random.Generator | None = None) -> np.ndarray:
+    """P rounded onto the format's grid (times the row's decode scale), saturating at ±max."""
+    f = _check_format(fmt)
+    if rounding not in ROUNDINGS:
+        raise ValueError(f"rounding={rounding!r} is not one of {', '.join(map(repr, ROUNDINGS))}")
+    p = np.asarray(probs, dtype=np.float64)
+    ds = _row_decode_scale(p, f, scale)
+    policy = CastPolicy(rounding=rounding, overflow="saturate")
+    scaled = p / ds[:, None]
+    return decode(encode(scaled, f, policy, rng=rng), f).astype(np.float64) * ds[:, None]
+
+
+def stochastic_variance(probs: np.ndarray, fmt: Any, *, scale: str = "none") -> np.ndarray:
+    """Var(e_j) of stochastic rounding per entry: (x − lo)(hi − x) · decode_scale², with lo ≤ x ≤ hi
+    the grid neighbours (from `formats` with rounding down and up)."""
+    f = _check_format(fmt)
+    p = np.asarray(probs, dtype=np.float64)
+    ds = _row_decode_scale(p, f, scale)
+    x = p / ds[:, None]
+    lo = decode(encode(x, f, CastPolicy(rounding="down", overflow="saturate")), f).astype(np.float64)
+    hi = decode(encode(x, f, CastPolicy(rounding="up", overflow="saturate")), f).astype(np.float64)
+    return (x - lo) * (hi - x) * (ds ** 2)[:, None]
+
+
+# ------------------------------------------------------------------------------------------------
+# the simulation
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AttentionResult:
+    """One attention-rounding experiment; arrays are float64 (queries × keys or queries × head_dim).
+
+    Single-trial fields (`probs_rounded`, `delta_o`, …) are trial 0; `mc_*` fields are over all
+    trials (for nearest rounding every trial is identical and the variance is 0)."""
+
+    config: dict[str, Any]
+    probs: np.ndarray  # exact softmax P
+    probs_rounded: np.ndarray  # P̃ of trial 0
+    decode_scale: np.ndarray  # per query row
+    values: np.ndarray  # V (exact)
+    values_rounded: np.ndarray  # Ṽ (== V when v_format is None)
+    out_exact: np.ndarray  # O = P·V
+    out_rounded: np.ndarray  # Õ = P̃·Ṽ, trial 0
+    delta_p: np.ndarray  # P̃ − P, trial 0
+    delta_o: np.ndarray  # Õ − O, trial 0 (exact)
+    delta_o_first_order: np.ndarray  # ΔP·V + P·ΔV, trial 0
+    delta_o_nearest: np.ndarray  # Õ − O with round-to-nearest-even on the same inputs
+    row_mass_error: np.ndarray  # ΣP̃ − ΣP per row, trial 0
+    rel_error: float  # ‖ΔO‖_F / max(‖O‖_F, REL_ERROR_FLOOR), trial 0
+    abs_error: float  # max |ΔO|, trial 0
+    mc_mean_error: np.ndarray  # mean over trials of ΔO (the bias)
+    mc_variance: np.ndarray  # variance over trials of ΔO (ddof = 1; 0 for one trial)
+    analytic_mean_error: np.ndarray  # P·ΔV for stochastic rounding; ΔO for nearest
+    analytic_variance: np.ndarray  # Σ_j Ṽ_j² Var(e_j) (0 for nearest)
+    mc_mean_error_renorm: np.ndarray | None = None  # mean of ΔO with each rounded row renormalised
+    mc_variance_renorm: np.ndarray | None = None
+    renorm_bias_first_order: np.ndarray | None = None  # Σ_j Ṽ_j (P_j ΣVar − Var_j)
+
+    @property
+    def trials(self) -> int:
+        return int(self.config["trials"])
+
+    def summary(self) -> dict[str, float]:
+        """Scalar figures for a table or a widget readout."""
+        out = {
+            "rel_error": self.rel_error,
+            "abs_error": self.abs_error,
+            "max_abs_row_mass_error": float(np.max(np.abs(self.row_mass_error))),
+            "first_order_residual": float(np.max(np.abs(self.delta_o - self.delta_o_first_order))),
+            "rms_bias": float(np.sqrt(np.mean(self.mc_mean_error ** 2))),
+            "rms_nearest_error": float(np.sqrt(np.mean(self.delta_o_nearest ** 2))),
+            "mean_mc_variance": float(np.mean(self.mc_variance)),
+            "mean_analytic_variance": float(np.mean(self.analytic_variance)),
+        }
+        if self.mc_mean_error_renorm is not None:
+            out["rms_bias_renorm"] = float(np.sqrt(np.mean(self.mc_mean_error_renorm ** 2)))
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"config": dict(self.config), "summary": self.summary()}
+        for name in ("probs", "probs_rounded", "decode_scale", "values", "values_rounded", "out_exact",
+                     "out_rounded", "delta_p", "delta_o", "delta_o_first_order", "delta_o_nearest",
+                     "row_mass_error", "mc_mean_error", "mc_variance", "analytic_mean_error",
+                     "analytic_variance", "mc_mean_error_renorm", "mc_variance_renorm",
+                     "renorm_bias_first_order"):
+            value = getattr(self, name)
+            out[name] = None if value is None else _list(value)
+        out["rel_error"] = self.rel_error
+        out["abs_error"] = self.abs_error
+        return out
+
+
+class _Moments:
+    """Running mean and variance over trial blocks (Chan et al. pairwise update)."""
+
+    def __init__(self, shape: tuple[int, ...]) -> None:
+        self.n = 0
+        self.mean = np.zeros(shape)
+        self.m2 = np.zeros(shape)
+
+    def add(self, block: np.ndarray) -> None:
+        nb = block.shape[0]
+        mb = block.mean(axis=0)
+        m2b = ((block - mb) ** 2).sum(axis=0)
+        delta = mb - self.mean
+        total = self.n + nb
+        self.mean = self.mean + delta * (nb / total)
+        self.m2 = self.m2 + m2b + delta ** 2 * (self.n * nb / total)
+        self.n = total
+
+    @property
+    def variance(self) -> np.ndarray:
+        return self.m2 / (self.n - 1) if self.n > 1 else np.zeros_like(self.m2)
+
+
+def run_attention(inputs: AttentionInputs, fmt: Any = "E4M3FN", rounding: str = "nearest_even", *,
+                  scale: str = "none", trials: int = 200, v_format: Any = None,
+                  renormalize: bool = False, masked_rows: str = "raise", seed: int = 0,
+                  progress: ProgressFn | None = None) -> AttentionResult:
+    """Round P (and V if `v_format`) and measure the error of O = P·V; see the module docstring."""
+    f = _check_format(fmt)
+    if rounding not in ROUNDINGS:
+        raise ValueError(f"rounding={rounding!r} is not one of {', '.join(map(repr, ROUNDINGS))}")
+    trials = _positive_int("trials", trials)
+    if not isinstance(renormalize, bool):
+        raise TypeError(f"renormalize must be a bool, got {renormalize!r}")
+    probs = softmax_probs(inputs.scores, inputs.mask, masked_rows=masked_rows)
+    v = np.asarray(inputs.values, dtype=np.float64)
+    if v.ndim != 2 or v.shape[0] != probs.shape[1]:
+        raise ValueError(f"values must be keys × head_dim = {probs.shape[1]} × d, got shape {v.shape}")
+    if not np.isfinite(v).all():
+        raise ValueError("values contain non-finite entries")
+    if v_format is None:
+        v_rounded = v
+        v_name = None
+    else:
+        fv = get_format(v_format)
+        v_rounded = decode(encode(v, fv, CastPolicy(overflow="saturate")), fv).astype(np.float64)
+        v_name = fv.name
+    dv = v_rounded - v
+    ds = _row_decode_scale(probs, f, scale)
+    out_exact = probs @ v
+    p_dv = probs @ dv  # the deterministic part of ΔO
+
+    p_nearest = round_probs(probs, f, "nearest_even", scale=scale)
+    delta_o_nearest = p_nearest @ v_rounded - out_exact
+    row_mass = probs.sum(axis=1)
+
+    rng = np.random.default_rng(seed)
+    n_runs = trials if rounding == "stochastic" else 1
+    moments = _Moments(out_exact.shape)
+    moments_renorm = _Moments(out_exact.shape) if renormalize else None
+    first: np.ndarray | None = None
+    done = 0
+    while done < n_runs:
+        nb = min(_TRIAL_BLOCK, n_runs - done)
+        if rounding == "stochastic":
+            stack = np.broadcast_to(probs / ds[:, None], (nb,) + probs.shape)
+            codes = encode(stack, f, CastPolicy(rounding="stochastic", overflow="saturate"), rng=rng)
+            p_tilde = decode(codes, f).astype(np.float64) * ds[:, None]
+        else:
+            p_tilde = p_nearest[None]
+        if first is None:
+            first = p_tilde[0].copy()
+        d_o = (p_tilde - probs) @ v_rounded + p_dv
+        moments.add(d_o)
+        if moments_renorm is not None:
+            mass = p_tilde.sum(axis=2, keepdims=True)
+            renorm = np.divide(p_tilde, mass, out=np.zeros_like(p_tilde), where=mass > 0)
+            moments_renorm.add(renorm @ v_rounded - out_exact)
+        done += nb
+        if progress is not None:
+            progress(done, n_runs)
+    assert first is not None
+    if rounding == "nearest_even":
+        # every trial is the same deterministic rounding
+        moments.n = trials
+    p_tilde0 = first
+    delta_p = p_tilde0 - probs
+    out_rounded = p_tilde0 @ v_rounded
+    delta_o = out_rounded - out_exact
+    norm_o = float(np.linalg.norm(out_exact))
+    if rounding == "stochastic":
+        var_e = stochastic_variance(probs, f, scale=scale)
+        analytic_var = var_e @ (v_rounded ** 2)
+        analytic_mean = p_dv
+    else:
+        var_e = np.zeros_like(probs)
+        analytic_var = np.zeros_like(out_exact)
+        analytic_mean = delta_o_nearest
+    renorm_pred = None
+    if renormalize:
+        total_var = var_e.sum(axis=1, keepdims=True)
+        renorm_pred = (probs * total_var - var_e) @ v_rounded
+    config = {
+        "format": f.name, "rounding": rounding, "scale": scale, "trials": trials,
+        "v_format": v_name, "renormalize": renormalize, "masked_rows": masked_rows, "seed": seed,
+        "queries": int(probs.shape[0]), "keys": int(probs.shape[1]), "head_dim": int(v.shape[1]),
+        "inputs": dict(inputs.description), "rel_error_floor": REL_ERROR_FLOOR,
+    }
+    return AttentionResult(
+        config=config, probs=probs, probs_rounded=p_tilde0, decode_scale=ds, values=v,
+        values_rounded=v_rounded, out_exact=out_exact, out_rounded=out_rounded, delta_p=delta_p,
+        delta_o=delta_o, delta_o_first_order=delta_p @ v + probs @ dv,
+        delta_o_nearest=delta_o_nearest, row_mass_error=p_tilde0.sum(axis=1) - row_mass,
+        rel_error=float(np.linalg.norm(delta_o)) / max(norm_o, REL_ERROR_FLOOR),
+        abs_error=float(np.max(np.abs(delta_o))),
+        mc_mean_error=moments.mean, mc_variance=moments.variance,
+        analytic_mean_error=analytic_mean, analytic_variance=analytic_var,
+        mc_mean_error_renorm=None if moments_renorm is None else moments_renorm.mean,
+        mc_variance_renorm=None if moments_renorm is None else moments_renorm.variance,
+        renorm_bias_first_order=renorm_pred,
+    )
+
+
+def simulate_attention(seq: int = 128, head_dim: int = 64, fmt: Any = "E4M3FN",
+                       rounding: str = "nearest_even", *, scale: str = "none", trials: int = 200,
+                       temperature: float = 1.0, v_outlier_fraction: float = 0.0,
+                       v_outlier_scale: float = 20.0, mask: str = "none", v_format: Any = None,
+                       renormalize: bool = False, masked_rows: str = "raise", seed: int = 0,
+                       progress: ProgressFn | None = None) -> AttentionResult:
+    """`make_inputs` then `run_attention`, with one seed for both (inputs use `seed`, rounding
+    `seed + 1`)."""
+    inputs = make_inputs(seq, head_dim, temperature=temperature, v_outlier_fraction=v_outlier_fraction,
+                         v_outlier_scale=v_outlier_scale, mask=mask, seed=seed)
+    return run_attention(inputs, fmt, rounding, scale=scale, trials=trials, v_format=v_format,
+                         renormalize=renormalize, masked_rows=masked_rows, seed=seed + 1,
+                         progress=progress)
+
+
+# ------------------------------------------------------------------------------------------------
+# the deterministic worked example
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ProductExample:
+    """P on a uniform grid of step `grid_step`, times V: the information lost before accumulation."""
+
+    probs: list[float]
+    probs_rounded: list[float]
+    values: list[float]
+    grid_step: float
+    exact_product: Fraction
+    rounded_product: Fraction  # Σ P̃_j V_j accumulated exactly (Fractions)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"probs": list(self.probs), "probs_rounded": list(self.probs_rounded),
+                "values": list(self.values), "grid_step": self.grid_step,
+                "exact_product": float(self.exact_product),
+                "rounded_product": float(self.rounded_product)}
+
+
+def attention_product_example(probs: Sequence[str] = ("0.6", "0.3", "0.1"),
+                              values: Sequence[str] = ("0", "2", "10"),
+                              grid_step: float = 0.25) -> ProductExample:
+    """Round P to multiples of `grid_step` (an INT8 grid times the step, nearest-even via `formats`)
+    and compare P·V with P̃·V, both summed exactly. Inputs are decimal strings so the exact product is
+    the decimal one (0.6·0 + 0.3·2 + 0.1·10 = 8/5)."""
+    p_exact = [Fraction(s) for s in probs]
+    v_exact = [Fraction(s) for s in values]
+    if len(p_exact) != len(v_exact) or not p_exact:
+        raise ValueError(f"probs and values must be non-empty and of equal length, got "
+                         f"{len(p_exact)} and {len(v_exact)}")
+    step = _finite_float("grid_step", grid_step, positive=True)
+    p_float = np.array([float(p) for p in p_exact])
+    codes = encode(p_float / step, get_format("INT8"), CastPolicy(overflow="saturate"))
+    p_rounded = decode(codes, "INT8").astype(np.float64) * step
+    exact = sum((p * v for p, v in zip(p_exact, v_exact)), Fraction(0))
+    rounded = sum((Fraction(float(p)) * v for p, v in zip(p_rounded, v_exact)), Fraction(0))
+    return ProductExample([float(p) for p in p_float], [float(p) for p in p_rounded],
+                          [float(v) for v in v_exact], step, exact, rounded)
+
+
+# ------------------------------------------------------------------------------------------------
+# python -m simulations.attention
+# ------------------------------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m simulations.attention",
+                                     description="Attention-probability rounding; writes JSON.")
+    parser.add_argument("--format", default="E4M3FN")
+    parser.add_argument("--rounding", default="nearest_even", choices=ROUNDINGS)
+    parser.add_argument("--scale", default="none", choices=SCALES)
+    parser.add_argument("--seq", type=int, default=128)
+    parser.add_argument("--head-dim", type=int, default=64)
+    parser.add_argument("--trials", type=int, default=200)
+    parser.add_argument("--temperature", type=float, default=1.0)
+    parser.add_argument("--v-outlier-fraction", type=float, default=0.0)
+    parser.add_argument("--v-outlier-scale", type=float, default=20.0)
+    parser.add_argument("--mask", default="none", choices=MASKS)
+    parser.add_argument("--v-format", default=None)
+    parser.add_argument("--renormalize", action="store_true")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json", metavar="OUT", help="output file (default: stdout)")
+    args = parser.parse_args(argv)
+    try:
+        result = simulate_attention(args.seq, args.head_dim, args.format, args.rounding,
+                                    scale=args.scale, trials=args.trials, temperature=args.temperature,
+                                    v_outlier_fraction=args.v_outlier_fraction,
+                                    v_outlier_scale=args.v_outlier_scale, mask=args.mask,
+                                    v_format=args.v_format, renormalize=args.renormalize,
+                                    seed=args.seed)
+    except (ValueError, TypeError) as exc:
+        print(f"simulations.attention: error: {exc}", file=sys.stderr)
+        return 2
+    text = json.dumps(result.to_dict())
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    else:
+        print(json.dumps(result.summary(), indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,168 @@
+"""Unit tests of the lesson parser (app/lessons.py): front matter, directives, placeholders, loading.
+
+Placeholders are resolved here through a recording fake resolver, so these tests exercise the parser
+alone; tests/test_content.py renders the real lessons against simulations.examples.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from app.lessons import (
+    WIDGET_PARAMS,
+    Lesson,
+    LessonError,
+    MarkdownBlock,
+    WidgetDirective,
+    load_lessons,
+    parse_directive,
+    parse_lesson,
+    placeholders,
+    render_blocks,
+)
+
+FRONT = "---\ntitle: A title\norder: 4\nsummary: One line.\n---\n"
+
+
+def fake(name: str, field: str | None) -> str:
+    return f"<{name}:{field}>"
+
+
+def test_front_matter_fields_and_body() -> None:
+    lesson = parse_lesson(FRONT + "Body line\n", slug="s", path=Path("x.md"))
+    assert (lesson.title, lesson.order, lesson.summary, lesson.slug) == ("A title", 4, "One line.", "s")
+    assert lesson.text == "Body line\n"
+    assert lesson.body_line == 6  # five front matter lines precede the body
+    assert lesson.path == Path("x.md")
+
+
+def test_front_matter_quoted_values_are_unquoted() -> None:
+    lesson = parse_lesson('---\ntitle: "Range: vs resolution"\norder: 2\nsummary: \'s\'\n---\n')
+    assert lesson.title == "Range: vs resolution"
+    assert lesson.summary == "s"
+
+
+@pytest.mark.parametrize(
+    "text, needle",
+    [
+        ("no front matter\n", "must start"),
+        ("---\ntitle: t\norder: 1\nsummary: s\n", "not closed"),
+        ("---\ntitle: t\norder: one\nsummary: s\n---\n", "order must be an integer"),
+        ("---\ntitle: t\nsummary: s\n---\n", "lacks order"),
+        ("---\ntitle: t\norder: 1\nsummary: s\nauthor: me\n---\n", "unknown front matter key 'author'"),
+        ("---\ntitle: t\ntitle: u\norder: 1\nsummary: s\n---\n", "given twice"),
+        ("---\ntitle t\norder: 1\nsummary: s\n---\n", "not 'key: value'"),
+    ],
+)
+def test_bad_front_matter_names_file_and_line(text: str, needle: str) -> None:
+    with pytest.raises(LessonError, match=needle) as info:
+        parse_lesson(text, path=Path("bad.md"))
+    assert "bad.md:" in str(info.value)
+
+
+def test_directive_values_are_typed_from_the_widget_defaults() -> None:
+    d = parse_directive(
+        '::: widget BinExplorer format=E5M2 value=3.30 decode_scale=2 overflow=""', path=None, line=7
+    )
+    # text parameters keep the spelling (3.30, not 3.3); an integer for a float parameter becomes float
+    assert d == WidgetDirective("BinExplorer", {"format": "E5M2", "value": "3.30", "decode_scale": 2.0, "overflow": ""}, 7)
+    assert type(d.params["decode_scale"]) is float
+    d = parse_directive("::: widget AttentionRounding seq=64 renormalize=true temperature=0.5")
+    assert d.params == {"seq": 64, "renormalize": True, "temperature": 0.5}
+    assert type(d.params["seq"]) is int and d.params["renormalize"] is True
+    d = parse_directive('::: widget BinExplorer value="1e-8" format=BF16')
+    assert d.params == {"value": "1e-8", "format": "BF16"}
+    d = parse_directive("::: widget BinExplorer value=0x1.8p3")
+    assert d.params == {"value": "0x1.8p3"}
+
+
+@pytest.mark.parametrize(
+    "line, needle",
+    [
+        ("::: widget NoSuchWidget", "unknown widget 'NoSuchWidget'"),
+        ("::: widget BinExplorer colour=red", "no parameter 'colour'"),
+        ("::: widget BinExplorer format=E5M2 format=E4M3FN", "given twice"),
+        ("::: widget DelayedSpike history=1.5", "must be an integer"),
+        ("::: widget DelayedSpike spike=big", "must be a number"),
+        ("::: widget BlockFormats hadamard=1", "must be true or false"),
+        ("::: widget BinExplorer format", "malformed parameter"),
+        ('::: widget BinExplorer value="open', "malformed parameter"),
+        ("::: gadget BinExplorer", "malformed directive"),
+        (":::widget", "malformed directive"),
+    ],
+)
+def test_bad_directives_raise(line: str, needle: str) -> None:
+    with pytest.raises(LessonError, match=needle) as info:
+        parse_directive(line, path=Path("l.md"), line=12)
+    assert "l.md:12" in str(info.value)
+
+
+def test_bad_directive_fails_at_parse_time_with_file_line() -> None:
+    text = FRONT + "intro\n\n::: widget Nope\n"
+    with pytest.raises(LessonError, match=r"les\.md:8: unknown widget"):
+        parse_lesson(text, path=Path("les.md"))
+
+
+def test_render_splits_markdown_and_directives_in_order() -> None:
+    text = FRONT + "First {{ example:alpha }} and {{example:beta.gamma}}.\n\n::: widget Conventions format=E5M2\n\nAfter.\n"
+    blocks = render_blocks(parse_lesson(text), resolve=fake)
+    assert blocks == [
+        MarkdownBlock("First <alpha:None> and <beta:gamma>.\n", 6),
+        WidgetDirective("Conventions", {"format": "E5M2"}, 8),
+        MarkdownBlock("After.\n", 9),
+    ]
+
+
+def test_directives_inside_fenced_code_stay_text() -> None:
+    text = FRONT + "```\n::: widget Nope\n```\n"
+    blocks = render_blocks(parse_lesson(text), resolve=fake)
+    assert blocks == [MarkdownBlock("```\n::: widget Nope\n```\n", 6)]
+
+
+def test_placeholder_errors_name_file_and_line() -> None:
+    def refuse(name: str, field: str | None) -> str:
+        raise KeyError(f"no example {name!r}")
+
+    lesson = parse_lesson(FRONT + "ok\n{{ example:missing }}\n", path=Path("p.md"))
+    with pytest.raises(LessonError, match=r"p\.md:7: cannot resolve placeholder example:missing"):
+        render_blocks(lesson, resolve=refuse)
+    for bad in ("{{ missing }}", "{{ example: }}", "{{ example:a.b.c }}", "{{ example:a"):
+        with pytest.raises(LessonError, match=r"p\.md:6"):
+            render_blocks(parse_lesson(FRONT + bad + "\n", path=Path("p.md")), resolve=fake)
+
+
+def test_placeholders_lists_references() -> None:
+    assert placeholders("a {{ example:x }} b {{example:y.z}}") == [("x", None), ("y", "z")]
+    with pytest.raises(LessonError):
+        placeholders("{{ nope }}")
+
+
+def test_load_lessons_sorts_by_order_and_strips_prefix(tmp_path: Path) -> None:
+    (tmp_path / "02-second.md").write_text("---\ntitle: B\norder: 2\nsummary: s\n---\nb\n")
+    (tmp_path / "10-first.md").write_text("---\ntitle: A\norder: 1\nsummary: s\n---\na\n")
+    (tmp_path / "notes.txt").write_text("ignored")
+    lessons = load_lessons(tmp_path)
+    assert [(l.slug, l.order) for l in lessons] == [("first", 1), ("second", 2)]
+    assert all(isinstance(l, Lesson) and l.path is not None for l in lessons)
+
+
+def test_load_lessons_rejects_duplicate_order(tmp_path: Path) -> None:
+    (tmp_path / "01-a.md").write_text("---\ntitle: A\norder: 1\nsummary: s\n---\n")
+    (tmp_path / "02-b.md").write_text("---\ntitle: B\norder: 1\nsummary: s\n---\n")
+    with pytest.raises(LessonError, match="order 1 also used"):
+        load_lessons(tmp_path)
+
+
+def test_load_lessons_missing_folder(tmp_path: Path) -> None:
+    with pytest.raises(LessonError, match="does not exist"):
+        load_lessons(tmp_path / "nothing")
+
+
+def test_widget_table_matches_the_shared_contract() -> None:
+    # the widget names every lesson directive may use (the list agreed with the app helpers)
+    assert set(WIDGET_PARAMS) == {
+        "BinExplorer", "Conventions", "DelayedSpike", "AttentionRounding",
+        "RecomputeDivergence", "ScaleGrouping", "BlockFormats",
+    }
