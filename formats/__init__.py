@@ -27,6 +27,7 @@ from .policy import (
     UnsignedNegative,
     UnsignedZero,
 )
+from .parse import parse_value
 from .scalar import decode_scalar, encode_scalar
 from .specs import (
     ALL_FORMATS,
@@ -58,6 +59,6 @@ __all__ = [
     "FloatFormat", "Format", "INT4", "INT8", "IntFormat", "NanPayload", "NanToFinite", "Overflow",
     "Rounding", "RoundingBin", "Subnormals", "UnsignedNegative", "UnsignedZero", "as_float_array",
     "classify_codes", "code_table", "conventions_table", "decode", "decode_scalar",
-    "default_policy", "encode", "encode_scalar", "format_names", "get_format", "pack_fp4",
+    "default_policy", "encode", "encode_scalar", "format_names", "get_format", "pack_fp4", "parse_value",
     "policy_for", "quantize", "rounding_bin", "unpack_fp4",
 ]

@@ -140,12 +140,12 @@ def _nan_code(fmt: FloatFormat, payload: NanPayload, sign: np.ndarray, src_paylo
     if fmt.nan_encoding == "e8m0":
         return np.full(sign.shape, 0xFF, np.int64)
     if fmt.nan_encoding == "fn":
-        mag = fmt.magnitude_mask
         if payload is NanPayload.ALL_ONES_NEGATIVE:
-            return np.full(sign.shape, mag | int(sbit), np.int64)
-        return mag | sign.astype(np.int64) * sbit
+            return np.full(sign.shape, fmt.magnitude_mask | int(sbit), np.int64)
+        return fmt.magnitude_mask | sign.astype(np.int64) * sbit
     # IEEE layout
     quiet = 1 << (m - 1)
+    mag: np.ndarray
     if payload is NanPayload.CANONICAL:
         mag = np.full(sign.shape, e_all | quiet, np.int64)
     elif payload is NanPayload.ALL_ONES:
@@ -199,6 +199,7 @@ def _encode_float_general(
     r = sig & ((np.int64(1) << shift_c) - 1)
     half = (np.int64(1) << shift_c) >> 1
     rnd = policy.rounding
+    rsign = sign if fmt.signed else np.zeros_like(sign)  # unsigned: |x| is what gets rounded
     if rnd is Rounding.NEAREST_EVEN:
         inc = (r > half) | ((r == half) & (half != 0) & ((n & 1) == 1))
     elif rnd is Rounding.NEAREST_AWAY:
@@ -206,9 +207,9 @@ def _encode_float_general(
     elif rnd is Rounding.TOWARD_ZERO:
         inc = np.zeros(a.shape, bool)
     elif rnd is Rounding.UP:
-        inc = (r != 0) & (sign == 0)
+        inc = (r != 0) & (rsign == 0)
     elif rnd is Rounding.DOWN:
-        inc = (r != 0) & (sign == 1)
+        inc = (r != 0) & (rsign == 1)
     else:  # STOCHASTIC: P(up) = floor(r * 2^32 / 2^shift) / 2^32
         assert rand is not None
         sh = np.minimum(shift, 32 + 63)
@@ -227,8 +228,8 @@ def _encode_float_general(
     if over.any():
         toward_zero = (
             (rnd is Rounding.TOWARD_ZERO)
-            | ((rnd is Rounding.UP) & (sign == 1))
-            | ((rnd is Rounding.DOWN) & (sign == 0))
+            | ((rnd is Rounding.UP) & (rsign == 1))
+            | ((rnd is Rounding.DOWN) & (rsign == 0))
         )
         if policy.overflow is Overflow.SATURATE:
             over_code = np.int64(maxc)
@@ -500,7 +501,9 @@ def _encode_bf16_chunk(x: np.ndarray, out: np.ndarray, policy: CastPolicy, scrat
     np.add(t, bits, out=t)
     np.add(t, np.uint32(0x7FFF), out=t)
     np.right_shift(t, np.uint32(16), out=out, casting="unsafe")
-    if np.isnan(np.add.reduce(x)):  # a NaN (or an Inf-Inf / overflowing sum: rechecked below)
+    with np.errstate(over="ignore", invalid="ignore"):
+        maybe_nan = np.isnan(np.add.reduce(x))  # a NaN, or Inf - Inf: rechecked below
+    if maybe_nan:
         idx = np.flatnonzero(np.isnan(x))
         if idx.size:
             out[idx] = _encode_float_general(x[idx], BF16, policy, None).astype(np.uint16)

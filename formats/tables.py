@@ -116,65 +116,85 @@ class RoundingBin:
 
 
 def rounding_bin(fmt: str | Format, code: int, policy: CastPolicy | None = None) -> RoundingBin:
-    """Interval of reals that `policy` encodes to `code` (finite codes; signed zeros included).
+    """Interval of reals that `policy` encodes to `code` (finite codes, signed zeros included).
 
-    Nearest modes: edges at the midpoints to the neighbours; a midpoint belongs to this code when
-    the tie rule sends it here (nearest_even: this code's last bit is 0; nearest_away: the
-    midpoint is nearer zero than this value). Directed modes: [v, next) for toward -Inf etc.
-    The largest finite code's outer edge is +Inf when it absorbs overflow (saturate, or a directed
-    mode toward zero). Stochastic rounding has no bin: it raises ValueError.
+    Nearest modes: edges at the midpoints to the neighbouring values; a midpoint belongs to this
+    code when the tie rule sends it here (nearest_even: this code's last bit is 0; nearest_away:
+    the neighbour nearer zero loses the tie). Directed modes: [v, next) when rounding goes down in
+    value (down; toward_zero for positives), (prev, v] when it goes up. At the top, values beyond
+    the overflow threshold belong to the largest finite code when it absorbs overflow (saturate,
+    or rounding toward zero), else to ±Inf/NaN. Zero: +0 takes 0 itself; -0 takes the negative
+    values that round to zero. Stochastic rounding has no bin (ValueError).
     """
     f = get_format(fmt)
     pol = policy or default_policy(f)
-    table = code_table(f)
     if not 0 <= int(code) < f.n_codes:
         raise ValueError(f"code {code} is out of range for {f.name} (0..{f.n_codes - 1})")
     if pol.rounding is Rounding.STOCHASTIC:
         raise ValueError("stochastic rounding maps a value to two codes at random; it has no bin")
+    table = code_table(f)
     v = float(table.value[code])
     if not np.isfinite(v):
         raise ValueError(f"code {code} of {f.name} is {v}; only finite codes have rounding bins")
-    values = np.unique(table.value[np.isfinite(table.value)])
-    i = int(np.searchsorted(values, v))
-    below = float(values[i - 1]) if i > 0 else None
-    above = float(values[i + 1]) if i + 1 < values.size else None
-    negative_zero = v == 0 and np.signbit(v)
-    is_max = above is None
-    is_min = below is None
-    sat = pol.overflow is Overflow.SATURATE
+    vals = [Fraction(float(u)) for u in np.unique(table.value[np.isfinite(table.value)])]
+    fv = Fraction(v)
+    i = vals.index(fv)
+    prev = vals[i - 1] if i > 0 else None
+    nxt = vals[i + 1] if i + 1 < len(vals) else None
+    top = vals[-1]
+    top_gap = vals[-1] - vals[-2]
+    neg_zero = v == 0 and bool(np.signbit(v))
+    has_neg_zero = isinstance(f, FloatFormat) and f.has_negative_zero
     r = pol.rounding
+    sat = pol.overflow is Overflow.SATURATE
+    lo: Fraction | None
+    hi: Fraction | None
     if r in (Rounding.NEAREST_EVEN, Rounding.NEAREST_AWAY):
-        lo = (Fraction(below) + Fraction(v)) / 2 if below is not None else None
-        hi = (Fraction(above) + Fraction(v)) / 2 if above is not None else None
+        lo = (prev + fv) / 2 if prev is not None else None
+        hi = (fv + nxt) / 2 if nxt is not None else None
         if r is Rounding.NEAREST_EVEN:
-            even = (code & 1) == 0 if isinstance(f, FloatFormat) else (int(v) % 2 == 0)
+            even = (int(code) & 1) == 0 if isinstance(f, FloatFormat) else int(v) % 2 == 0
             lo_c = hi_c = even
         else:
-            lo_c, hi_c = v <= 0, v >= 0
-        if hi is None:  # top: a quantum above is the next binade's first value (overflow threshold)
-            q = Fraction(v) - Fraction(below) if below is not None else Fraction(1)
-            hi = None if sat else Fraction(v) + q / 2 * (1 if isinstance(f, FloatFormat) else 1)
-        if lo is None:
-            lo = None if sat or not f.signed else Fraction(v) - (Fraction(above) - Fraction(v)) / 2
-        if v == 0:  # ±0 split the bin of zero by sign
-            if negative_zero:
+            lo_c, hi_c = fv > 0, fv < 0
+        if nxt is None and not sat:  # overflow threshold: half a top gap above max
+            hi = top + top_gap / 2
+            hi_c = r is Rounding.NEAREST_EVEN and (int(code) & 1) == 0
+        if prev is None and not sat and f.signed:
+            lo = -(top + top_gap / 2)
+            lo_c = r is Rounding.NEAREST_EVEN and (int(code) & 1) == 0
+        if prev is None and not f.signed:  # E8M0: no zero, everything above 0 up to here
+            lo, lo_c = Fraction(0), False
+        if v == 0 and has_neg_zero:
+            if neg_zero:
                 hi, hi_c = Fraction(0), False
-            elif f.signed and getattr(f, "has_negative_zero", False):
+            else:
                 lo, lo_c = Fraction(0), True
     else:
-        down = r is Rounding.DOWN or (r is Rounding.TOWARD_ZERO and v > 0) or (r is Rounding.TOWARD_ZERO and v == 0 and not negative_zero)
-        if down:  # values in [v, next) truncate to v
-            lo, lo_c = Fraction(v), True
-            hi, hi_c = (Fraction(above) if above is not None else None), False
-        else:  # values in (prev, v] go up to v
-            lo, lo_c = (Fraction(below) if below is not None else None), False
-            hi, hi_c = Fraction(v), True
-        if is_max and not down and not sat and r is Rounding.UP:
-            pass
+        goes_down = r is Rounding.DOWN or (r is Rounding.TOWARD_ZERO and (fv > 0 or (fv == 0 and not neg_zero)))
+        if v == 0 and has_neg_zero:
+            if r is Rounding.TOWARD_ZERO:
+                lo, lo_c, hi, hi_c = ((prev, False, Fraction(0), False) if neg_zero
+                                      else (Fraction(0), True, nxt, False))
+            elif r is Rounding.UP:
+                lo, lo_c, hi, hi_c = ((prev, False, Fraction(0), False) if neg_zero
+                                      else (Fraction(0), True, Fraction(0), True))
+            else:  # DOWN
+                lo, lo_c, hi, hi_c = ((Fraction(0), False, Fraction(0), False) if neg_zero
+                                      else (Fraction(0), True, nxt, False))
+            if neg_zero and r is Rounding.DOWN:
+                return RoundingBin(int(code), v, 0.0, 0.0, False, False)  # only -0 itself
+        elif goes_down:
+            lo, lo_c, hi, hi_c = fv, True, nxt, False
+        else:
+            lo, lo_c, hi, hi_c = prev, False, fv, True
+        if nxt is None and (sat or goes_down):
+            hi, hi_c = None, False
+        if prev is None and f.signed and (sat or not goes_down):
+            lo, lo_c = None, False
+        if prev is None and not f.signed:
+            lo, lo_c = Fraction(0), False
     lo_f = float(lo) if lo is not None else -np.inf
     hi_f = float(hi) if hi is not None else np.inf
-    if is_min and lo is None:
-        lo_c = False
-    if is_max and hi is None:
-        hi_c = False
-    return RoundingBin(int(code), v, lo_f, hi_f, bool(lo_c), bool(hi_c))
+    return RoundingBin(int(code), v, lo_f, hi_f, bool(lo_c and lo is not None),
+                       bool(hi_c and hi is not None))
