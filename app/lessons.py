@@ -139,7 +139,7 @@ def parse_lesson(text: str, slug: str = "", path: Path | None = None) -> Lesson:
     placeholders only at render time (they need `simulations.examples`)."""
     if not isinstance(text, str):
         raise TypeError(f"lesson text must be str, got {type(text).__name__}")
-    lines = text.splitlines()
+    lines = text.removeprefix("\ufeff").splitlines()
     if not lines or lines[0].strip() != "---":
         raise LessonError(f"{_where(path, 1)}: a lesson must start with a '---' front matter line")
     meta: dict[str, str] = {}

@@ -166,3 +166,8 @@ def test_widget_table_matches_the_shared_contract() -> None:
         "BinExplorer", "Conventions", "DelayedSpike", "AttentionRounding",
         "RecomputeDivergence", "ScaleGrouping", "BlockFormats",
     }
+
+
+def test_byte_order_mark_and_crlf_are_accepted() -> None:
+    lesson = parse_lesson("\ufeff" + FRONT.replace("\n", "\r\n") + "Body\r\n")
+    assert lesson.title == "A title" and lesson.text == "Body\n"

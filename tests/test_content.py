@@ -1,0 +1,195 @@
+"""The curriculum in content/lessons: every lesson renders, every directive names a known widget with
+known parameters, every placeholder resolves, format names are spelled one way in prose, and widget
+classes (when importable) accept the parameters the lessons give them.
+
+The widget contract below is written out here from the project brief, independently of
+app.lessons.WIDGET_PARAMS, so a drift in either shows up as a failure.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.lessons import (
+    Lesson,
+    LessonError,
+    MarkdownBlock,
+    WidgetDirective,
+    load_lessons,
+    parse_lesson,
+    render_blocks,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+LESSON_DIR = ROOT / "content" / "lessons"
+LESSON_FILES = sorted(LESSON_DIR.glob("*.md"))
+
+# widget name -> parameter names lessons may set (the shared app convention)
+WIDGET_CONTRACT: dict[str, set[str]] = {
+    "BinExplorer": {"format", "value", "convention", "rounding", "overflow", "compare_format", "decode_scale"},
+    "Conventions": {"format"},
+    "DelayedSpike": {"format", "history", "algo", "margin", "steps", "spike_step", "spike"},
+    "AttentionRounding": {"format", "rounding", "seq", "temperature", "trials", "renormalize", "preset"},
+    "RecomputeDivergence": {"variant", "layers", "steps"},
+    "ScaleGrouping": {"format", "granularity", "outlier", "outlier_row", "outlier_col"},
+    "BlockFormats": {"recipe", "scale_rule", "hadamard"},
+}
+
+# canonical spellings of format names in prose; longest first so E4M3FNUZ wins over E4M3FN and E4M3
+CANONICAL_NAMES = sorted(
+    [
+        "E4M3FNUZ", "E5M2FNUZ", "E4M3FN", "E4M3", "E5M2", "E2M1", "E8M0", "E3M2", "E2M3",
+        "BF16", "FP16", "FP32", "FP8", "FP4", "INT8", "INT4", "MXFP8", "MXFP6", "MXFP4", "NVFP4",
+    ],
+    key=len,
+    reverse=True,
+)
+# library/dtype spellings that belong in code spans only
+CODE_ONLY_NAMES = ["bfloat16", "float16", "float32", "float8_e4m3fn", "float8_e5m2", "float4_e2m1fn"]
+
+_NAME_RE = re.compile(
+    r"(?<![A-Za-z0-9_])(" + "|".join(CANONICAL_NAMES + CODE_ONLY_NAMES) + r")(?![A-Za-z0-9_])",
+    re.IGNORECASE,
+)
+
+
+def _lesson(path: Path) -> Lesson:
+    return parse_lesson(path.read_text(encoding="utf-8"), slug=path.stem, path=path)
+
+
+def prose_only(markdown: str) -> str:
+    """The text of `markdown` outside fenced code, inline code spans, directive lines, placeholders
+    and link targets, with line structure kept (removed parts become spaces)."""
+    out: list[str] = []
+    in_fence = False
+    for line in markdown.splitlines():
+        if re.match(r"^\s*(```|~~~)", line):
+            in_fence = not in_fence
+            out.append("")
+            continue
+        if in_fence or line.lstrip().startswith(":::"):
+            out.append("")
+            continue
+        line = re.sub(r"`[^`]*`", " ", line)
+        line = re.sub(r"\{\{.*?\}\}", " ", line)
+        line = re.sub(r"\]\([^)]*\)", "] ", line)
+        out.append(line)
+    return "\n".join(out)
+
+
+def misspelled_format_names(markdown: str) -> list[str]:
+    """Every format name in prose that is not written in its canonical spelling."""
+    canonical = {name.upper(): name for name in CANONICAL_NAMES}
+    bad: list[str] = []
+    for match in _NAME_RE.finditer(prose_only(markdown)):
+        word = match.group(1)
+        if word.lower() in CODE_ONLY_NAMES or canonical.get(word.upper()) != word:
+            bad.append(word)
+    return bad
+
+
+# ------------------------------------------------------------------------------------------------
+
+
+def test_fifteen_lessons_in_order() -> None:
+    lessons = load_lessons(LESSON_DIR)
+    assert [lesson.order for lesson in lessons] == list(range(1, 16))
+    assert lessons[0].slug == "arithmetic-contract"
+    assert all(lesson.title and lesson.summary for lesson in lessons)
+    # file prefix NN matches the order
+    for lesson in lessons:
+        assert lesson.path is not None and lesson.path.name.startswith(f"{lesson.order:02d}-")
+
+
+@pytest.mark.parametrize("path", LESSON_FILES, ids=[p.stem for p in LESSON_FILES])
+def test_lesson_renders_with_every_placeholder_resolved(path: Path) -> None:
+    blocks = render_blocks(_lesson(path))
+    markdown = "".join(b.text for b in blocks if isinstance(b, MarkdownBlock))
+    assert "{{" not in markdown and "}}" not in markdown
+    assert not any(line.lstrip().startswith(":::") for line in markdown.splitlines())
+    # every lesson teaches with at least one widget or one live number
+    source = path.read_text(encoding="utf-8")
+    has_widget = any(isinstance(b, WidgetDirective) for b in blocks)
+    assert has_widget or "{{ example:" in source
+
+
+@pytest.mark.parametrize("path", LESSON_FILES, ids=[p.stem for p in LESSON_FILES])
+def test_directives_use_the_widget_contract(path: Path) -> None:
+    for block in render_blocks(_lesson(path)):
+        if isinstance(block, WidgetDirective):
+            assert block.name in WIDGET_CONTRACT, f"{path.name}:{block.line}: {block.name}"
+            unknown = set(block.params) - WIDGET_CONTRACT[block.name]
+            assert not unknown, f"{path.name}:{block.line}: {block.name} has no parameter(s) {unknown}"
+
+
+@pytest.mark.parametrize("path", LESSON_FILES, ids=[p.stem for p in LESSON_FILES])
+def test_format_names_are_spelled_one_way(path: Path) -> None:
+    assert misspelled_format_names(path.read_text(encoding="utf-8")) == []
+
+
+def test_spelling_check_can_fail() -> None:
+    assert misspelled_format_names("Cast to e4m3fn, then Bf16 and fp8.") == ["e4m3fn", "Bf16", "fp8"]
+    assert misspelled_format_names("Cast with bfloat16 here.") == ["bfloat16"]
+    assert misspelled_format_names("E4M3FN and `float8_e4m3fn` and `e5m2`") == []
+    assert misspelled_format_names("```\nx.to(torch.bfloat16)\n```\n") == []
+    assert misspelled_format_names("{{ example:e4m3fn_range }} and [doc](https://x/e5m2)") == []
+    assert misspelled_format_names("::: widget BinExplorer format=e5m2") == []
+
+
+def test_unknown_placeholders_and_widgets_fail() -> None:
+    head = "---\ntitle: t\norder: 1\nsummary: s\n---\n"
+    with pytest.raises(LessonError, match="no_such_example"):
+        render_blocks(parse_lesson(head + "x {{ example:no_such_example }}\n", path=Path("t.md")))
+    with pytest.raises(LessonError, match="no_such_field"):
+        render_blocks(parse_lesson(head + "x {{ example:weight_memory.no_such_field }}\n", path=Path("t.md")))
+    with pytest.raises(LessonError, match="unknown widget"):
+        parse_lesson(head + "::: widget NoSuchWidget\n", path=Path("t.md"))
+
+
+def _all_directives() -> list[tuple[str, WidgetDirective]]:
+    out: list[tuple[str, WidgetDirective]] = []
+    for path in LESSON_FILES:
+        for block in render_blocks(_lesson(path)):
+            if isinstance(block, WidgetDirective):
+                out.append((f"{path.stem}:{block.line}", block))
+    return out
+
+
+@pytest.mark.parametrize("widget", sorted(WIDGET_CONTRACT))
+def test_widget_classes_accept_directive_params(widget: str) -> None:
+    """Each directive's parameters pass the widget's own param validation, and the widget built
+    with them shows no "Invalid" message (the widget's `error` text stays empty)."""
+    try:
+        from app.widgets import get_widget_class
+
+        cls: Any = get_widget_class(widget)
+    except (ImportError, AttributeError, ValueError) as exc:
+        pytest.skip(f"widget {widget} is not importable from app.widgets yet ({exc})")
+    for where, directive in _all_directives():
+        if directive.name != widget:
+            continue
+        for key, value in directive.params.items():
+            assert key in cls.param, f"{where}: {widget} has no param {key!r}"
+            try:
+                cls.param[key]._validate(value)
+            except ValueError as exc:  # param raises ValueError for out-of-range / not-an-option
+                pytest.fail(f"{where}: {widget}.{key}={value!r} rejected: {exc}")
+        instance = cls(**directive.params)
+        error = getattr(instance, "error", "")
+        assert not error, f"{where}: {widget}({directive.params}) shows {error!r}"
+
+
+def test_every_widget_appears_in_some_lesson() -> None:
+    used = {d.name for _, d in _all_directives()}
+    assert used == set(WIDGET_CONTRACT)
+
+
+def test_lessons_link_their_sources() -> None:
+    # publications quoted in the lessons keep a link next to the claim
+    text = "\n".join(p.read_text(encoding="utf-8") for p in LESSON_FILES)
+    for needle in ("arxiv.org/abs/1712.05877", "pytorch.org/docs/stable/checkpoint.html", "opencompute.org"):
+        assert needle in text
