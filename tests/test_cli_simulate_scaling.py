@@ -1,0 +1,108 @@
+"""`lowprec simulate spike|grouping|blocks` and `python -m simulations.<name>` for the scaling
+simulations: files written, JSON shape, offline HTML, clear errors, quiet progress."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from app.cli import main
+from tests.conftest import ROOT
+
+
+def test_spike_json_csv_html(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out_j, out_c, out_h = tmp_path / "s.json", tmp_path / "s.csv", tmp_path / "s.html"
+    rc = main(["simulate", "spike", "--format", "E4M3FN", "--history", "16", "--algo", "max", "--margin", "0",
+               "--steps", "60", "--spike-step", "30", "--spike", "50", "--seed", "0", "--size", "512",
+               "--json", str(out_j), "--csv", str(out_c), "--html", str(out_h)])
+    assert rc == 0
+    d = json.loads(out_j.read_text())
+    assert d["parameters"]["format"] == "E4M3FN" and d["parameters"]["spike_step"] == 30
+    assert len(d["steps"]) == 60
+    for scaler in ("delayed", "current"):
+        for key in ("encode_scale", "clipped_fraction", "rms_rel_error"):
+            assert key in d["steps"][30][scaler]
+    assert "amax" in d["steps"][30]
+    assert d["steps"][30]["delayed"]["clipped_fraction"] > d["steps"][30]["current"]["clipped_fraction"]
+    rows = list(csv.DictReader(out_c.read_text().splitlines()))
+    assert len(rows) == 60 and float(rows[30]["amax"]) == d["steps"][30]["amax"]
+    html = out_h.read_text()
+    assert "<script src=" not in html and "Bokeh" in html  # inline resources: opens offline
+    assert capsys.readouterr().err == ""  # not a terminal: no progress bar
+
+
+def test_grouping_and_blocks(tmp_path: Path) -> None:
+    g = tmp_path / "g.json"
+    assert main(["simulate", "grouping", "--study", "outlier", "--rows", "32", "--cols", "64", "--json", str(g),
+                 "--html", str(tmp_path / "g.html"), "--quiet"]) == 0
+    d = json.loads(g.read_text())
+    assert [e["granularity"] for e in d["entries"]] == ["tensor", "row", "column", "block32", "block16x16"]
+    b = tmp_path / "b.json"
+    assert main(["simulate", "blocks", "--rows", "16", "--cols", "64", "--json", str(b), "--quiet",
+                 "--html", str(tmp_path / "b.html")]) == 0
+    assert "<script src=" not in (tmp_path / "b.html").read_text()
+    schemes = {e["scheme"]: e for e in json.loads(b.read_text())["entries"]}
+    assert schemes["MXFP8 E4M3FN floor"]["bits_per_element"] == 8.25
+    t = tmp_path / "t.json"
+    assert main(["simulate", "grouping", "--study", "transpose", "--rows", "64", "--cols", "64",
+                 "--json", str(t), "--quiet"]) == 0
+    assert json.loads(t.read_text())["study"] == "transpose"
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["simulate", "spike", "--history", "-1", "--quiet"], "history_len"),
+    (["simulate", "spike", "--steps", "50", "--spike-step", "80", "--quiet"], "spike_step"),
+    (["simulate", "spike", "--margin", "-1", "--quiet"], "margin"),
+    (["simulate", "spike", "--format", "E9M9", "--quiet"], "E9M9"),
+    (["simulate", "grouping", "--granularities", "tensor,block7", "--quiet"], "block size 7"),
+    (["simulate", "blocks", "--rows", "10", "--quiet"], "divisible"),
+    (["simulate", "grouping", "--study", "hadamard", "--html", "x.html", "--quiet"], "--html is available"),
+])
+def test_bad_arguments(argv: list[str], words: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("lowprec: error:") and words in err
+
+
+def test_bad_algo_is_an_argparse_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["simulate", "spike", "--algo", "mean"])
+    assert exc.value.code == 2
+    assert "most_recent" in capsys.readouterr().err
+
+
+def test_python_m_simulations(tmp_path: Path) -> None:
+    out = tmp_path / "d.json"
+    res = subprocess.run([sys.executable, "-m", "simulations.delayed", "--steps", "12", "--spike-step", "6",
+                          "--size", "128", "--json", str(out), "--csv", str(tmp_path / "d.csv")],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert len(json.loads(out.read_text())["steps"]) == 12
+    from simulations import blocks, scaling
+
+    assert blocks.main(["--rows", "16", "--cols", "32", "--json", str(tmp_path / "b.json")]) == 0
+    assert scaling.main(["--study", "transpose", "--rows", "32", "--cols", "32", "--json", str(tmp_path / "t.json")]) == 0
+    assert json.loads((tmp_path / "b.json").read_text())["study"] == "blocks"
+
+
+class _FakeTTY(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("quiet", [False, True])
+def test_progress_bar_is_driven(quiet: bool) -> None:
+    from app.commands.progress import ProgressBar
+    from simulations.delayed import simulate_stream
+
+    stream = _FakeTTY()
+    bar = ProgressBar("spike", quiet=quiet, stream=stream, delay_s=0.0)
+    simulate_stream(steps=5, spike_step=2, size=64, progress=bar)
+    bar.close()
+    assert ("5/5" in stream.getvalue()) is (not quiet)
