@@ -394,8 +394,13 @@ def _encode_fast_chunk(x: np.ndarray, out: np.ndarray, fmt: FloatFormat, policy:
         np.add(t, uint(plan.add_const), out=t)
         hi_thr = plan.no_overflow_below
     else:
-        np.invert(rand, out=t)
-        np.right_shift(t, uint(src.width - plan.shift0), out=t)
+        # carry iff rem ≥ (u + 1)·2^(s-32) (s ≥ 32) or rem > u >> (32-s) (s < 32): add (~u) aligned
+        # so its top bit sits just below the kept LSB — the general path's u < floor(frac·2^32)
+        np.copyto(t, np.invert(rand), casting="safe")
+        if plan.shift0 >= 32:
+            np.left_shift(t, uint(plan.shift0 - 32), out=t)
+        else:
+            np.right_shift(t, uint(32 - plan.shift0), out=t)
         np.add(t, a, out=t)
         np.add(t, uint((plan.add_const - ((1 << (plan.shift0 - 1)) - 1)) % (1 << src.width)), out=t)
         hi_thr = plan.max_bits

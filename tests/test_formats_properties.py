@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import formats as F
 from formats.codec import _chunk_random_u32, _chunk_seeds
-from gpu.vectors import structured_inputs
+from gpu.vectors import random_inputs, structured_inputs
 
 DETERMINISTIC = ["nearest_even", "nearest_away", "toward_zero", "up", "down"]
 SIGNED_FLOATS = [f for f in F.FLOAT_FORMATS if f.signed and f.bits <= 16]
@@ -44,14 +44,17 @@ def test_scalar_codec_agrees_with_vector_codec(fmt: F.Format, rounding: str) -> 
         assert bad.size == 0, [(float(x[i]), int(sca[i]), int(vec[i])) for i in bad[:5]]
 
 
-@pytest.mark.parametrize("fmt", ALL_SMALL, ids=lambda f: f.name)
-def test_stochastic_fast_and_general_paths_match_the_scalar_rule(fmt: F.Format) -> None:
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("fmt", ALL_SMALL + [F.FP32], ids=lambda f: f.name)
+def test_stochastic_fast_and_general_paths_match_the_scalar_rule(fmt: F.Format, dtype: type) -> None:
     """One chunk: the vectorised result equals encode_scalar fed the same 32 random bits."""
-    x = structured_inputs(fmt)
+    x = structured_inputs(fmt) if fmt.bits <= 16 else random_inputs(fmt, 4000, seed=3)
     x = x[~np.isnan(x)]
     if not fmt.signed and isinstance(fmt, F.FloatFormat):
         x = np.abs(x)
-    x = np.random.default_rng(1).choice(x, min(x.size, 4000), replace=False).astype(np.float32)
+    x = np.random.default_rng(1).choice(x, min(x.size, 4000), replace=False).astype(dtype)
+    if dtype == np.float64:  # values between float32 neighbours, so float64 bits matter
+        x = x * (1 + 2.0**-30)
     pol = _policy(fmt, "stochastic")
     got = F.encode(x, fmt, pol, rng=np.random.default_rng(7))
     u32 = _chunk_random_u32(int(_chunk_seeds(np.random.default_rng(7), 1)[0]), x.size)
