@@ -1,20 +1,22 @@
 """Attention-probability rounding: what storing softmax probabilities P in a low-precision format does
 to the attention output O = P·V.
 
-Scores become P by a stable softmax (the row maximum is subtracted before `exp`), P is rounded in a
-chosen format with `formats.encode` (round-to-nearest-even or stochastic rounding; optionally with a
-per-row decode scale `decode_scale = row_amax / fmt.max`, so the row maximum maps onto the format's
-largest finite value), and O is accumulated exactly in float64, so every error reported comes from the
-rounding of P (and of V when `v_format` is given), never from the accumulation. With
-ΔP = P̃ − P and ΔV = Ṽ − V the exact error is ΔO = ΔP·Ṽ + P·ΔV = ΔP·V + P·ΔV + ΔP·ΔV; the first two
-terms are the first-order estimate. For stochastic rounding every entry's error e_j is independent with
-Var(e_j) = (x − lo)(hi − x) (x between grid neighbours lo < hi, times decode_scale²), so the
-variance of an output element is Σ_j Ṽ_j² Var(e_j). Renormalising a rounded row (P̃ / ΣP̃) divides by a
-random mass; a second-order expansion of X/S about E[S] = 1 gives the bias
-E[P̃_j/S] − P_j ≈ P_j·Σ_k Var(e_k) − Var(e_j). Relative errors use the denominator
-max(‖O‖_F, REL_ERROR_FLOOR). Fully masked rows follow `masked_rows`: "raise" (default, ValueError)
-or "zero" (the row of P and of O is zero, as FlashAttention-style kernels return when the softmax
-denominator is empty); row-mass error is ΣP̃ − ΣP, i.e. ΣP̃ − 1 on ordinary rows.
+Scores become P by a stable softmax in float64 (the row maximum is subtracted before `exp`); P is
+rounded in a chosen format by `formats.encode`, round-to-nearest-even or stochastic, optionally after
+a per-row decode scale `decode_scale = row_amax / fmt.max` (the row maximum maps onto the format's
+largest value; casts saturate); V may be rounded too (`v_format`, nearest-even). Stochastic rounding
+uses the rule of `formats`' stochastic mode — up to the upper grid neighbour when 32 random bits
+(numpy SFC64) are below floor(2^32·(x − lo)/(hi − lo)) — with the neighbours lo ≤ x ≤ hi found once
+by `formats` rounding down and up, so a Monte-Carlo trial costs one comparison per entry; trials are
+evaluated in float32 around their float64 expectation, single results and expectations in float64.
+With ΔP = P̃ − P and ΔV = Ṽ − V the exact error is ΔO = ΔP·V + P·ΔV + ΔP·ΔV (the first two terms
+are the first-order estimate). Entry errors of stochastic rounding are independent with
+Var(e_j) = (x − lo)(hi − x), so Var(ΔO) = Σ_j Ṽ_j² Var(e_j). Renormalising a rounded row divides by
+its random mass S; expanding X/S to second order about E[S] = 1 predicts the bias
+E[P̃_j/S] − P_j ≈ P_j·Σ_k Var(e_k) − Var(e_j). Relative error is ‖ΔO‖_F / max(‖O‖_F,
+REL_ERROR_FLOOR). A fully masked row raises (`masked_rows="raise"`, the default) or becomes P = 0 and
+O = 0 (`"zero"`, what FlashAttention-style kernels return for an empty softmax denominator); the
+row-mass error is ΣP̃ − ΣP, i.e. ΣP̃ − 1 on ordinary rows.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from formats import CastPolicy, FloatFormat, IntFormat, decode, encode, get_format
+from formats import CastPolicy, FloatFormat, IntFormat, Overflow, Rounding, decode, encode, get_format
 
 ROUNDINGS = ("nearest_even", "stochastic")
 SCALES = ("none", "row")
@@ -36,7 +38,7 @@ MASKS = ("none", "causal")
 MASKED_ROW_POLICIES = ("raise", "zero")
 SUGGESTED_FORMATS = ("E4M3FN", "E5M2", "BF16", "FP16", "E2M1")
 REL_ERROR_FLOOR = 1e-30  # ε in max(‖O‖, ε): only matters when O is exactly zero
-_TRIAL_BLOCK = 64  # Monte-Carlo trials processed together (bounds memory: block × queries × keys)
+_TRIAL_ELEMENTS = 1 << 20  # entries of P̃ per Monte-Carlo block (bounds scratch memory to ~10 MB)
 
 ProgressFn = Callable[[int, int], None]
 
@@ -193,21 +195,34 @@ def round_probs(probs: np.ndarray, fmt: Any, rounding: str = "nearest_even", *, 
         raise ValueError(f"rounding={rounding!r} is not one of {', '.join(map(repr, ROUNDINGS))}")
     p = np.asarray(probs, dtype=np.float64)
     ds = _row_decode_scale(p, f, scale)
-    policy = CastPolicy(rounding=rounding, overflow="saturate")
+    if rounding == "stochastic":
+        if not isinstance(rng, np.random.Generator):
+            raise TypeError("stochastic rounding needs rng=numpy.random.Generator (e.g. default_rng(0))")
+        lo, hi = _grid_neighbours(p, f, ds)
+        gap = hi - lo
+        prob_up = np.divide(p - lo, gap, out=np.zeros_like(p), where=gap > 0)
+        return np.where(rng.random(p.shape) < prob_up, hi, lo)
     scaled = p / ds[:, None]
-    return decode(encode(scaled, f, policy, rng=rng), f).astype(np.float64) * ds[:, None]
+    codes = encode(scaled, f, CastPolicy(overflow=Overflow.SATURATE))
+    return decode(codes, f).astype(np.float64) * ds[:, None]
+
+
+def _grid_neighbours(probs: np.ndarray, f: FloatFormat, decode_scale: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """lo ≤ P ≤ hi: the scaled grid values either side of each entry (`formats` rounding down / up,
+    saturating), times the row's decode scale."""
+    x = probs / decode_scale[:, None]
+    lo = decode(encode(x, f, CastPolicy(rounding=Rounding.DOWN, overflow=Overflow.SATURATE)), f).astype(np.float64)
+    hi = decode(encode(x, f, CastPolicy(rounding=Rounding.UP, overflow=Overflow.SATURATE)), f).astype(np.float64)
+    return lo * decode_scale[:, None], hi * decode_scale[:, None]
 
 
 def stochastic_variance(probs: np.ndarray, fmt: Any, *, scale: str = "none") -> np.ndarray:
-    """Var(e_j) of stochastic rounding per entry: (x − lo)(hi − x) · decode_scale², with lo ≤ x ≤ hi
-    the grid neighbours (from `formats` with rounding down and up)."""
+    """Var(e_j) of stochastic rounding per entry: (P − lo)(hi − P), with lo ≤ P ≤ hi the scaled grid
+    neighbours (a Bernoulli choice between them with P(up) = (P − lo)/(hi − lo))."""
     f = _check_format(fmt)
     p = np.asarray(probs, dtype=np.float64)
-    ds = _row_decode_scale(p, f, scale)
-    x = p / ds[:, None]
-    lo = decode(encode(x, f, CastPolicy(rounding="down", overflow="saturate")), f).astype(np.float64)
-    hi = decode(encode(x, f, CastPolicy(rounding="up", overflow="saturate")), f).astype(np.float64)
-    return (x - lo) * (hi - x) * (ds ** 2)[:, None]
+    lo, hi = _grid_neighbours(p, f, _row_decode_scale(p, f, scale))
+    return (p - lo) * (hi - p)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -279,27 +294,29 @@ class AttentionResult:
         return out
 
 
-class _Moments:
-    """Running mean and variance over trial blocks (Chan et al. pairwise update)."""
+class _Sums:
+    """Σ x and Σ x² over trials, accumulated in float64, for samples centred near their mean
+    (so the one-pass variance formula has no cancellation to fear)."""
 
     def __init__(self, shape: tuple[int, ...]) -> None:
         self.n = 0
-        self.mean = np.zeros(shape)
-        self.m2 = np.zeros(shape)
+        self.s1 = np.zeros(shape)
+        self.s2 = np.zeros(shape)
 
     def add(self, block: np.ndarray) -> None:
-        nb = block.shape[0]
-        mb = block.mean(axis=0)
-        m2b = ((block - mb) ** 2).sum(axis=0)
-        delta = mb - self.mean
-        total = self.n + nb
-        self.mean = self.mean + delta * (nb / total)
-        self.m2 = self.m2 + m2b + delta ** 2 * (self.n * nb / total)
-        self.n = total
+        self.n += block.shape[0]
+        self.s1 += block.sum(axis=0, dtype=np.float64)
+        self.s2 += np.square(block).sum(axis=0, dtype=np.float64)
+
+    @property
+    def mean(self) -> np.ndarray:
+        return self.s1 / self.n
 
     @property
     def variance(self) -> np.ndarray:
-        return self.m2 / (self.n - 1) if self.n > 1 else np.zeros_like(self.m2)
+        if self.n < 2:
+            return np.zeros_like(self.s1)
+        return np.maximum(self.s2 - self.s1 * self.s1 / self.n, 0.0) / (self.n - 1)
 
 
 def run_attention(inputs: AttentionInputs, fmt: Any = "E4M3FN", rounding: str = "nearest_even", *,
@@ -324,7 +341,7 @@ def run_attention(inputs: AttentionInputs, fmt: Any = "E4M3FN", rounding: str = 
         v_name = None
     else:
         fv = get_format(v_format)
-        v_rounded = decode(encode(v, fv, CastPolicy(overflow="saturate")), fv).astype(np.float64)
+        v_rounded = decode(encode(v, fv, CastPolicy(overflow=Overflow.SATURATE)), fv).astype(np.float64)
         v_name = fv.name
     dv = v_rounded - v
     ds = _row_decode_scale(probs, f, scale)
@@ -335,36 +352,54 @@ def run_attention(inputs: AttentionInputs, fmt: Any = "E4M3FN", rounding: str = 
     delta_o_nearest = p_nearest @ v_rounded - out_exact
     row_mass = probs.sum(axis=1)
 
-    rng = np.random.default_rng(seed)
-    n_runs = trials if rounding == "stochastic" else 1
-    moments = _Moments(out_exact.shape)
-    moments_renorm = _Moments(out_exact.shape) if renormalize else None
-    first: np.ndarray | None = None
-    done = 0
-    while done < n_runs:
-        nb = min(_TRIAL_BLOCK, n_runs - done)
-        if rounding == "stochastic":
-            stack = np.broadcast_to(probs / ds[:, None], (nb,) + probs.shape)
-            codes = encode(stack, f, CastPolicy(rounding="stochastic", overflow="saturate"), rng=rng)
-            p_tilde = decode(codes, f).astype(np.float64) * ds[:, None]
-        else:
-            p_tilde = p_nearest[None]
-        if first is None:
-            first = p_tilde[0].copy()
-        d_o = (p_tilde - probs) @ v_rounded + p_dv
-        moments.add(d_o)
-        if moments_renorm is not None:
-            mass = p_tilde.sum(axis=2, keepdims=True)
-            renorm = np.divide(p_tilde, mass, out=np.zeros_like(p_tilde), where=mass > 0)
-            moments_renorm.add(renorm @ v_rounded - out_exact)
-        done += nb
-        if progress is not None:
-            progress(done, n_runs)
-    assert first is not None
+    rng = np.random.Generator(np.random.SFC64(seed))
+    n_q, n_k = probs.shape
+    sums = _Sums(out_exact.shape)
+    sums_renorm = _Sums(out_exact.shape) if renormalize else None
     if rounding == "nearest_even":
-        # every trial is the same deterministic rounding
-        moments.n = trials
-    p_tilde0 = first
+        # deterministic: every trial is the same rounding; mean = ΔO, variance 0
+        p_tilde0 = p_nearest
+        mc_mean, mc_var = delta_o_nearest, np.zeros_like(out_exact)
+        if sums_renorm is not None:
+            mass = p_nearest.sum(axis=1, keepdims=True)
+            renorm = np.divide(p_nearest, mass, out=np.zeros_like(p_nearest), where=mass > 0)
+            sums_renorm.add((renorm @ v_rounded - out_exact)[None])
+        if progress is not None:
+            progress(1, 1)
+    else:
+        lo, hi = _grid_neighbours(probs, f, ds)
+        gap = hi - lo
+        prob_up = np.divide(probs - lo, gap, out=np.zeros_like(probs), where=gap > 0)
+        # Trials run in float32: ΔO_t = (lo − P)·Ṽ + P·ΔV + (U_t ⊙ gap)·Ṽ with U_t the up/down
+        # choices; the deterministic part is added back in float64, and (U_t ⊙ gap)·Ṽ is centred on
+        # its expectation (prob_up ⊙ gap)·Ṽ before the sums, so their variance formula is exact.
+        # formats' stochastic-rounding rule: up iff 32 random bits < floor(2^32 · prob_up)
+        threshold = np.minimum(np.floor(prob_up * 2.0 ** 32), 2.0 ** 32 - 1).astype(np.uint32)
+        gap32 = gap.astype(np.float32)
+        v32 = v_rounded.astype(np.float32)
+        centre32 = ((prob_up * gap) @ v_rounded).astype(np.float32)
+        p_tilde0 = np.empty(0)
+        done = 0
+        while done < trials:
+            nb = min(max(1, _TRIAL_ELEMENTS // (n_q * n_k)), trials - done)
+            bits = rng.bit_generator.random_raw((nb * n_q * n_k + 1) // 2).view(np.uint32)
+            up = bits[: nb * n_q * n_k].reshape(nb, n_q, n_k) < threshold
+            if done == 0:
+                p_tilde0 = np.where(up[0], hi, lo)
+            step32 = np.multiply(up, gap32, dtype=np.float32)
+            x = (step32.reshape(nb * n_q, n_k) @ v32).reshape(nb, n_q, -1)
+            x -= centre32
+            sums.add(x)
+            if sums_renorm is not None:  # float64: the renormalisation bias is tiny for wide formats
+                p_tilde = np.where(up, hi, lo)
+                mass = p_tilde.sum(axis=2, keepdims=True)
+                renorm = np.divide(p_tilde, mass, out=np.zeros_like(p_tilde), where=mass > 0)
+                o_renorm = (renorm.reshape(nb * n_q, n_k) @ v_rounded).reshape(nb, n_q, -1)
+                sums_renorm.add(o_renorm - out_exact)
+            done += nb
+            if progress is not None:
+                progress(done, trials)
+        mc_mean, mc_var = p_dv + sums.mean, sums.variance
     delta_p = p_tilde0 - probs
     out_rounded = p_tilde0 @ v_rounded
     delta_o = out_rounded - out_exact
@@ -394,10 +429,10 @@ def run_attention(inputs: AttentionInputs, fmt: Any = "E4M3FN", rounding: str = 
         delta_o_nearest=delta_o_nearest, row_mass_error=p_tilde0.sum(axis=1) - row_mass,
         rel_error=float(np.linalg.norm(delta_o)) / max(norm_o, REL_ERROR_FLOOR),
         abs_error=float(np.max(np.abs(delta_o))),
-        mc_mean_error=moments.mean, mc_variance=moments.variance,
+        mc_mean_error=mc_mean, mc_variance=mc_var,
         analytic_mean_error=analytic_mean, analytic_variance=analytic_var,
-        mc_mean_error_renorm=None if moments_renorm is None else moments_renorm.mean,
-        mc_variance_renorm=None if moments_renorm is None else moments_renorm.variance,
+        mc_mean_error_renorm=None if sums_renorm is None else sums_renorm.mean,
+        mc_variance_renorm=None if sums_renorm is None else sums_renorm.variance,
         renorm_bias_first_order=renorm_pred,
     )
 
@@ -453,7 +488,7 @@ def attention_product_example(probs: Sequence[str] = ("0.6", "0.3", "0.1"),
                          f"{len(p_exact)} and {len(v_exact)}")
     step = _finite_float("grid_step", grid_step, positive=True)
     p_float = np.array([float(p) for p in p_exact])
-    codes = encode(p_float / step, get_format("INT8"), CastPolicy(overflow="saturate"))
+    codes = encode(p_float / step, get_format("INT8"), CastPolicy(overflow=Overflow.SATURATE))
     p_rounded = decode(codes, "INT8").astype(np.float64) * step
     exact = sum((p * v for p, v in zip(p_exact, v_exact)), Fraction(0))
     rounded = sum((Fraction(float(p)) * v for p, v in zip(p_rounded, v_exact)), Fraction(0))
