@@ -275,8 +275,10 @@ class StreamResult:
         return int(self.amax.size)
 
     def reduced_steps(self, factor: float = 2.0) -> int:
-        """Steps whose delayed scale was sized for an amax more than `factor` × the tensor's."""
-        return int(np.count_nonzero(self.delayed["amax_used"] > factor * self.amax))
+        """Steps whose delayed scale was sized, from recorded history, for an amax more than
+        `factor` × the tensor's own. Step 0 has no history yet (it uses the initial scale) and is
+        not counted."""
+        return int(np.count_nonzero((self.delayed["amax_used"] > factor * self.amax)[1:]))
 
     def columns(self) -> dict[str, list[Any]]:
         """Flat per-step columns: step, amax, delayed_<metric>, current_<metric> (and the short

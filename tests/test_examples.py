@@ -237,6 +237,8 @@ def test_delayed_spike_is_consistent() -> None:
     assert v["clipped_at_spike_delayed_percent"] == pytest.approx(100 * v["clipped_at_spike_delayed"])
     # a ×50 spike against a scale sized for the previous amax: most of the tensor clips
     assert v["clipped_at_spike_delayed"] > 0.5 > v["clipped_at_spike_current"]
+    # TE semantics: under `max`, the spike's amax sizes the scale for exactly history_len steps
+    assert v["reduced_steps"] == v["history_len"]
 
 
 def test_bf16_update_stall() -> None:
