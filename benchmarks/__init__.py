@@ -3,4 +3,4 @@
 Each module exposes `run(quick: bool = False) -> dict` returning named figures; `lowprec bench
 [NAME ...]` runs them (BENCHMARKS lists the modules) and prints/saves the results."""
 
-BENCHMARKS = ("formats", "blocks", "attention", "recompute", "app")
+BENCHMARKS = ("formats", "blocks", "attention", "recompute", "app", "gpu")
