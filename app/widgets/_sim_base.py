@@ -30,6 +30,8 @@ class SimulationWidget(pn.viewable.Viewer):
     title: str = "Simulation"
     #: parameters whose change triggers a recomputation (subclasses list theirs)
     watched: tuple[str, ...] = ()
+    #: Panel widget types for parameters whose default control does not suit (wide ranges: typed input)
+    control_widgets: dict[str, Any] = {}
 
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)
@@ -39,6 +41,7 @@ class SimulationWidget(pn.viewable.Viewer):
         self.error: str = ""
         self._alert = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
         self._summary = pn.pane.Markdown("", sizing_mode="stretch_width")
+        start = time.perf_counter()
         result = self._compute()  # defaults must be valid: let a bad constructor argument raise
         data = self._source_data(result)
         self.sources: dict[str, ColumnDataSource] = {
@@ -46,6 +49,7 @@ class SimulationWidget(pn.viewable.Viewer):
         }
         self._plots = self._build_figures(self.sources)
         self._accept(result, data)
+        self.last_update_s = time.perf_counter() - start
         if self.watched:
             self.param.watch(self._on_param_change, list(self.watched))
 
@@ -66,7 +70,8 @@ class SimulationWidget(pn.viewable.Viewer):
         """Hook for figure properties that are not source data (ranges, highlighted spans)."""
 
     def _controls(self) -> list[Any]:
-        return [pn.Param(self.param, parameters=list(self.watched), show_name=False)]
+        widgets = {name: {"type": kind} for name, kind in self.control_widgets.items()}
+        return [pn.Param(self.param, parameters=list(self.watched), widgets=widgets, show_name=False)]
 
     # -- update protocol ------------------------------------------------------------------------
     def _on_param_change(self, *events: param.parameterized.Event) -> None:

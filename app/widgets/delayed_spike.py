@@ -3,7 +3,7 @@ ways by `simulations.delayed.simulate_stream`: delayed scaling (the encode scale
 amax history recorded before t, `encode_scale = F / amax_used / 2**margin`, Transformer Engine
 semantics) and current scaling (the step's own amax). The plots show, per step, the tensor amax next to
 the amax each scale was derived from, the clipped fraction and the RMS relative error; the spike step
-is highlighted. Controls: format, history length, `max` / `most_recent`, margin, steps, spike step
+is highlighted (figures: `app.plots.delayed.spike_figure`). Controls: format, history length, `max` / `most_recent`, margin, steps, spike step
 and magnitude. A spike step outside the stream is reported in the widget, never raised.
 """
 
@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
+import panel as pn
 import param
 from bokeh.models import ColumnDataSource
+from bokeh.models.annotations import Span
 
-from app.plots.widget_delayed import delayed_spike_figures
+from app.plots.delayed import spike_figure, spike_sources
 from app.widgets._sim_base import SimulationWidget
 from simulations import delayed
 
@@ -23,9 +24,9 @@ from simulations import delayed
 class DelayedSpike(SimulationWidget):
     """Delayed vs current scaling through one spike in a tensor stream."""
 
-    format = param.Selector(default="E4M3FN", objects=["E4M3FN", "E5M2"], doc="element format of the cast")
+    format: param.Selector = param.Selector(default="E4M3FN", objects=["E4M3FN", "E5M2"], doc="element format of the cast")
     history = param.Integer(default=16, bounds=(1, 1024), doc="amax history length H (steps)")
-    algo = param.Selector(default="max", objects=["max", "most_recent"],
+    algo: param.Selector = param.Selector(default="max", objects=["max", "most_recent"],
                           doc="how the history becomes the amax the scale uses")
     margin = param.Integer(default=0, bounds=(0, 8), doc="margin: encode scale divided by 2**margin")
     steps = param.Integer(default=200, bounds=(2, 2000), doc="number of steps in the stream")
@@ -34,13 +35,10 @@ class DelayedSpike(SimulationWidget):
     seed = param.Integer(default=0, bounds=(0, 2**31 - 1), doc="random seed of the stream")
 
     title = "Delayed-scale spike"
+    control_widgets = {"spike": pn.widgets.FloatInput, "seed": pn.widgets.IntInput}
     watched = ("format", "history", "algo", "margin", "steps", "spike_step", "spike", "seed")
 
     def _compute(self) -> Any:
-        if self.spike_step >= self.steps:
-            raise ValueError(
-                f"spike step {self.spike_step} is outside the stream of {self.steps} steps; allowed 0..{self.steps - 1}"
-            )
         return delayed.simulate_stream(**self.simulation_kwargs())
 
     def simulation_kwargs(self) -> dict[str, Any]:
@@ -51,10 +49,11 @@ class DelayedSpike(SimulationWidget):
         )
 
     def _source_data(self, result: Any) -> dict[str, dict[str, list[Any]]]:
-        return {"steps": delayed_spike_columns(result)}
+        return spike_sources(result)
 
     def _build_figures(self, sources: dict[str, ColumnDataSource]) -> Any:
-        layout, self._spans = delayed_spike_figures(sources["steps"], self.spike_step)
+        layout = spike_figure(sources, spike_step=self.spike_step)
+        self._spans = list(layout.select({"type": Span}))  # the spike marker of each figure
         return layout
 
     def _after_update(self, result: Any) -> None:
@@ -62,22 +61,15 @@ class DelayedSpike(SimulationWidget):
             span.location = self.spike_step
 
     def _summary_text(self, result: Any) -> str:
-        cols = delayed_spike_columns(result)
         s = self.spike_step
-        delayed_clip = cols["delayed_clipped"][s]
-        current_clip = cols["current_clipped"][s]
-        after = np.asarray(cols["delayed_amax_used"][s + 1:]) > 2 * np.asarray(cols["amax"][s + 1:])
-        reduced = int(after.sum())
+        delayed_clip = float(result.delayed["clipped_fraction"][s])
+        current_clip = float(result.current["clipped_fraction"][s])
+        reduced = result.reduced_steps()
         return (
-            f"At the spike (step {s}) delayed scaling clips {delayed_clip:.1%} of the tensor "
-            f"(current scaling: {current_clip:.1%}); afterwards the delayed scale stays sized for the spike "
-            f"for {reduced} step{'s' if reduced != 1 else ''} ({self.algo}, history {self.history})."
+            f"At the spike (step {s}) delayed scaling clips {delayed_clip:.2%} of the tensor, current "
+            f"scaling {current_clip:.2%}. The delayed scale was sized for more than twice the tensor's "
+            f"amax on {reduced} of {result.steps} steps ({self.algo}, history {self.history})."
         )
 
 
-def delayed_spike_columns(result: Any) -> dict[str, list[Any]]:
-    """Per-step columns of the plots from a `simulate_stream` result."""
-    raise NotImplementedError
-
-
-__all__ = ["DelayedSpike", "delayed_spike_columns"]
+__all__ = ["DelayedSpike"]

@@ -1,0 +1,84 @@
+"""Figures of the attention-rounding widget over `simulations.attention.AttentionResult`: every entry
+of P against its rounded P̃ (trial 0; the staircase is the format's grid, times the row's decode scale
+when P is scaled), exact ΔO against the first-order estimate ΔP·V + P·ΔV, the Monte-Carlo variance of
+ΔO against the analytic Σ_j V_j² Var(e_j), and the per-element mean error (bias) with its expected
+± 3 standard-error band, nearest rounding's deterministic error and, with renormalisation, the
+renormalised rows' mean error next to its second-order prediction. Columns come from
+`app.plots.attention.attention_sources` (reused; its ΔP image and row-mass columns are dropped) plus the `probs` and `renorm` columns built here;
+figures are built once over `ColumnDataSource`s so a widget only replaces their data.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from bokeh.layouts import gridplot
+from bokeh.models import ColumnDataSource, HoverTool
+from bokeh.models.annotations import Slope
+from bokeh.plotting import figure
+
+from .attention import attention_sources
+from .style import CURRENT_COLOR, DELAYED_COLOR, ERROR_COLOR, HIGHLIGHT_COLOR, MANTISSA_COLOR
+
+
+def attention_widget_columns(result: Any) -> dict[str, dict[str, list[Any]]]:
+    """`attention_sources(result)` plus `probs` (P, P̃ of trial 0 per entry) and `renorm` (mean error
+    of renormalised rows and its first-order prediction per output element; NaN when off)."""
+    data = attention_sources(result)
+    del data["delta_p"], data["row_mass"]  # not drawn here (the P̃-vs-P scatter shows ΔP)
+    p = result.probs.reshape(-1)
+    q, k = result.probs.shape
+    data["probs"] = {
+        "p": p.tolist(),
+        "p_rounded": result.probs_rounded.reshape(-1).tolist(),
+        "query": np.repeat(np.arange(q), k).tolist(),
+        "key": np.tile(np.arange(k), q).tolist(),
+    }
+    n = result.out_exact.size
+    if result.mc_mean_error_renorm is not None and result.renorm_bias_first_order is not None:
+        renorm = {"index": list(range(n)), "mc_mean": result.mc_mean_error_renorm.reshape(-1).tolist(),
+                  "predicted": result.renorm_bias_first_order.reshape(-1).tolist()}
+    else:
+        renorm = {"index": list(range(n)), "mc_mean": [math.nan] * n, "predicted": [math.nan] * n}
+    data["renorm"] = renorm
+    return data
+
+
+def attention_widget_figures(sources: dict[str, ColumnDataSource], width: int = 400) -> Any:
+    """Four figures in a grid over the sources named as in `attention_widget_columns`."""
+    tools = "pan,wheel_zoom,box_zoom,reset"
+    probs = figure(title="P̃ against P (every entry, trial 0)", width=width, height=340, tools=tools,
+                   x_axis_label="P (exact softmax)", y_axis_label="P̃ (rounded)")
+    probs.scatter("p", "p_rounded", source=sources["probs"], size=4, alpha=0.5, color=MANTISSA_COLOR)
+    probs.add_layout(Slope(gradient=1, y_intercept=0, line_color=HIGHLIGHT_COLOR, line_dash="dashed"))
+    probs.add_tools(HoverTool(tooltips=[("query, key", "@query, @key"), ("P", "@p{0.00000e}"),
+                                        ("P̃", "@p_rounded{0.00000e}")]))
+
+    first = figure(title="ΔO: exact vs first order (ΔP·V + P·ΔV)", width=width, height=340, tools=tools,
+                   x_axis_label="first-order estimate", y_axis_label="exact ΔO")
+    first.scatter("first_order", "exact", source=sources["first_order"], size=3, alpha=0.5, color=CURRENT_COLOR)
+    first.add_layout(Slope(gradient=1, y_intercept=0, line_color=HIGHLIGHT_COLOR, line_dash="dashed"))
+
+    var = figure(title="variance of ΔO: Monte-Carlo vs Σ V² Var(e)", width=width, height=340, tools=tools,
+                 x_axis_label="analytic variance", y_axis_label="Monte-Carlo variance")
+    var.scatter("analytic", "monte_carlo", source=sources["variance"], size=3, alpha=0.5, color=DELAYED_COLOR)
+    var.add_layout(Slope(gradient=1, y_intercept=0, line_color=HIGHLIGHT_COLOR, line_dash="dashed"))
+
+    bias = figure(title="mean error per output element (band: expected ± 3 SE)", width=width, height=340,
+                  tools=tools, x_axis_label="output element (row-major)", y_axis_label="mean ΔO")
+    bias.varea(x="index", y1="lower", y2="upper", source=sources["bias"], fill_alpha=0.25, color=HIGHLIGHT_COLOR,
+               legend_label="expected ± 3 SE")
+    bias.scatter("index", "nearest", source=sources["bias"], size=3, color=ERROR_COLOR, legend_label="nearest")
+    bias.scatter("index", "mc_mean", source=sources["bias"], size=3, color=CURRENT_COLOR,
+                 legend_label="stochastic: trial mean")
+    bias.scatter("index", "mc_mean", source=sources["renorm"], size=3, color=DELAYED_COLOR, marker="triangle",
+                 legend_label="renormalised: trial mean")
+    bias.line("index", "predicted", source=sources["renorm"], color=DELAYED_COLOR, line_dash="dotted",
+              legend_label="renormalised: predicted bias")
+    bias.legend.location = "top_left"
+    bias.legend.click_policy = "hide"
+    bias.legend.label_text_font_size = "8pt"
+    bias.legend.background_fill_alpha = 0.5
+    return gridplot([[probs, first], [var, bias]])

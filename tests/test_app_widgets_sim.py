@@ -1,0 +1,532 @@
+"""The five simulation widgets (DelayedSpike, AttentionRounding, RecomputeDivergence, ScaleGrouping,
+BlockFormats), without a browser.
+
+Every widget builds with its defaults and with each option of each discrete control; changing a
+parameter changes the plotted columns exactly as a direct call of the simulation with the same
+parameters predicts (the arguments are spelled out here, not taken from the widget). Independent
+oracles where the physics is simple: Transformer Engine's delayed-scaling rule (a spike stays in the
+`max` history for exactly H steps), per-group amax and float32 encode scales from plain numpy,
+ml_dtypes casts for P̃, MX and NVFP4 element codes (compared as unsigned integer views), the MX scale
+rules written out, the one-commit-per-layer-per-step rule of the corrected recompute design. A
+simulation that raises shows an "Invalid" message and keeps the last good data.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+import panel as pn
+import pytest
+import torch
+
+from app.plots.style import power_of_two_text
+from app.widgets import get_widget_class
+from app.widgets._sim_base import SimulationWidget
+from app.widgets.attention_rounding import AttentionRounding
+from app.widgets.block_formats import BlockFormats
+from app.widgets.delayed_spike import DelayedSpike
+from app.widgets.recompute_divergence import RecomputeDivergence
+from app.widgets.scale_grouping import ScaleGrouping
+from simulations import attention, blocks, delayed, recompute, scaling
+
+E4M3_MAX = 448.0
+F32_EPS = 2.0**-23
+
+
+def columns(widget: Any, source: str) -> dict[str, list[Any]]:
+    return {k: list(v) for k, v in widget.sources[source].data.items()}
+
+
+def same(a: list[Any], b: list[Any]) -> bool:
+    """Elementwise equality of two float lists, NaN equal to NaN."""
+    return len(a) == len(b) and all(x == y or (isinstance(x, float) and isinstance(y, float)
+                                               and math.isnan(x) and math.isnan(y)) for x, y in zip(a, b))
+
+
+def u8(values: Any, dtype: Any) -> list[int]:
+    """ml_dtypes codes of float32 values, as unsigned integers."""
+    return [int(c) for c in np.asarray(values, np.float32).astype(dtype).view(np.uint8)]
+
+
+@pytest.fixture(autouse=True)
+def _one_torch_thread() -> Any:
+    """Direct recompute runs here use one thread, as the widget does (tiny matrices; much faster)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+# ------------------------------------------------------------------------------------------------
+# every widget: registry, defaults, each option, rendering, bad input
+# ------------------------------------------------------------------------------------------------
+
+WIDGETS: list[type[SimulationWidget]] = [DelayedSpike, AttentionRounding, RecomputeDivergence, ScaleGrouping,
+                                         BlockFormats]
+
+
+@pytest.mark.parametrize("cls", WIDGETS, ids=lambda c: c.__name__)
+def test_registry_defaults_and_render(cls: type[SimulationWidget]) -> None:
+    assert get_widget_class(cls.__name__) is cls
+    w = cls()
+    assert w.error == ""
+    assert w.summary.strip()
+    for name, src in w.sources.items():  # every column of a source has the same length
+        assert len({len(col) for col in src.data.values()}) == 1, name
+    assert sum(len(next(iter(src.data.values()))) for src in w.sources.values()) > 0
+    root = pn.panel(w).get_root()  # type: ignore[attr-defined]
+    assert root is not None
+
+
+def _options(cls: type[SimulationWidget]) -> list[tuple[str, Any]]:
+    import param
+
+    out = []
+    for name in cls.watched:
+        p = cls.param[name]
+        if isinstance(p, param.Boolean):
+            out.append((name, not p.default))
+        elif isinstance(p, param.Selector):
+            out.extend((name, v) for v in p.objects if v != p.default)
+    return out
+
+
+@pytest.mark.parametrize("cls", WIDGETS, ids=lambda c: c.__name__)
+def test_builds_with_each_option(cls: type[SimulationWidget]) -> None:
+    for name, value in _options(cls):
+        w = cls(**{name: value})
+        assert w.error == "", (name, value, w.error)
+        assert w.summary.strip(), (name, value)
+
+
+@pytest.mark.parametrize(
+    "cls, module, func, change",
+    [
+        (DelayedSpike, delayed, "simulate_stream", ("history", 4)),
+        (AttentionRounding, attention, "simulate_attention", ("rounding", "stochastic")),
+        (RecomputeDivergence, recompute, "run_recompute", ("layers", 2)),
+        (ScaleGrouping, scaling, "quantize_scaled", ("granularity", "row")),
+        (BlockFormats, blocks, "quantize_mx", ("scale_rule", "rceil")),
+    ],
+    ids=lambda v: v.__name__ if isinstance(v, type) else None,
+)
+def test_simulation_error_shows_message_and_keeps_view(cls: type[SimulationWidget], module: Any, func: str, change: tuple[str, Any],
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    w = cls()
+    before = {name: columns(w, name) for name in w.sources}
+    summary = w.summary
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise ValueError("bad combination for this test")
+
+    monkeypatch.setattr(module, func, broken)
+    setattr(w, *change)  # must not raise out of the callback
+    assert w.error.startswith("Invalid") and "bad combination" in w.error
+    assert w._alert.visible and w._alert.object.startswith("Invalid")
+    assert {name: columns(w, name) for name in w.sources} == before
+    assert w.summary == summary
+    monkeypatch.undo()
+    setattr(w, change[0], cls.param[change[0]].default)
+    assert w.error == "" and not w._alert.visible
+
+
+# ------------------------------------------------------------------------------------------------
+# DelayedSpike
+# ------------------------------------------------------------------------------------------------
+
+DELAYED_DEFAULTS = dict(fmt="E4M3FN", history_len=16, algo="max", margin=0, steps=200, spike_step=100,
+                        spike=50.0, seed=0)
+PLOTTED = ("amax", "delayed_amax_used", "current_amax_used", "delayed_clipped_fraction",
+           "current_clipped_fraction", "delayed_rms_rel_error", "current_rms_rel_error")
+
+
+@pytest.mark.parametrize(
+    "param_name, value, sim_name",
+    [("history", 4, "history_len"), ("algo", "most_recent", "algo"), ("margin", 2, "margin"),
+     ("format", "E5M2", "fmt"), ("steps", 150, "steps"), ("spike_step", 40, "spike_step"),
+     ("spike", 8.0, "spike"), ("seed", 3, "seed")],
+)
+def test_delayed_spike_follows_simulation(param_name: str, value: Any, sim_name: str) -> None:
+    w = DelayedSpike()
+    default_cols = columns(w, "steps")
+    setattr(w, param_name, value)
+    expected = delayed.simulate_stream(**{**DELAYED_DEFAULTS, sim_name: value}).columns()
+    cols = columns(w, "steps")
+    for key in PLOTTED:
+        assert same(cols[key], expected[key]), key
+    assert any(not same(cols[k], default_cols[k]) for k in PLOTTED), "the plot did not change"
+    assert all(span.location == w.spike_step for span in w._spans)
+
+
+@pytest.mark.parametrize("algo, held", [("max", 16), ("most_recent", 1)])
+def test_delayed_spike_history_semantics(algo: str, held: int) -> None:
+    # TE delayed scaling: the scale at step t comes from amaxes recorded before t, so the spike at
+    # s is used from s + 1 on, for H steps under "max" and one under "most_recent"
+    w = DelayedSpike(algo=algo)
+    cols = columns(w, "steps")
+    s = w.spike_step
+    spike_amax = cols["amax"][s]
+    used = np.asarray(cols["delayed_amax_used"])
+    sized_for_spike = np.abs(used / spike_amax - 1) < 4 * F32_EPS
+    assert list(np.flatnonzero(sized_for_spike)) == list(range(s + 1, s + 1 + held))
+    # the amax a scale was sized for is F / encode_scale (margin 0)
+    assert np.allclose(used, E4M3_MAX / np.asarray(cols["delayed_encode_scale"]), rtol=1e-12)
+    # current scaling sizes from the tensor itself: never clips
+    assert max(cols["current_clipped_fraction"]) == 0
+    assert cols["delayed_clipped_fraction"][s] > 0
+
+
+def test_delayed_spike_margin_halves_scale() -> None:
+    base, halved = DelayedSpike(), DelayedSpike(margin=1)
+    a = np.asarray(columns(base, "steps")["delayed_encode_scale"][1:])
+    b = np.asarray(columns(halved, "steps")["delayed_encode_scale"][1:])
+    assert np.array_equal(b, a / 2)
+
+
+def test_delayed_spike_step_outside_stream() -> None:
+    w = DelayedSpike()
+    before = columns(w, "steps")
+    w.spike_step = 500
+    assert w.error.startswith("Invalid") and "500" in w.error and "0..199" in w.error
+    assert columns(w, "steps") == before
+    w.spike_step = 120
+    assert w.error == ""
+    assert all(span.location == 120 for span in w._spans)
+
+
+# ------------------------------------------------------------------------------------------------
+# AttentionRounding
+# ------------------------------------------------------------------------------------------------
+
+
+def softmax(scores: np.ndarray) -> np.ndarray:
+    z = scores - scores.max(axis=1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=1, keepdims=True)
+
+
+ATT_DEFAULTS = dict(seq=128, head_dim=64, fmt="E4M3FN", rounding="nearest_even", scale="none", trials=200,
+                    temperature=1.0, renormalize=False, seed=0)
+
+
+def test_attention_nearest_matches_ml_dtypes() -> None:
+    w = AttentionRounding(seq=32)
+    inputs = attention.make_inputs(32, 64, seed=0)
+    p = softmax(inputs.scores)
+    cols = columns(w, "probs")
+    assert np.allclose(cols["p"], p.reshape(-1), rtol=1e-12, atol=0)
+    assert u8(cols["p_rounded"], ml_dtypes.float8_e4m3fn) == u8(p.reshape(-1), ml_dtypes.float8_e4m3fn)
+
+
+@pytest.mark.parametrize(
+    "param_name, value, sim_name",
+    [("format", "E5M2", "fmt"), ("rounding", "stochastic", "rounding"), ("scale", "row", "scale"),
+     ("seq", 48, "seq"), ("temperature", 0.3, "temperature"), ("seed", 2, "seed")],
+)
+def test_attention_follows_simulation(param_name: str, value: Any, sim_name: str) -> None:
+    w = AttentionRounding(seq=64, trials=50)
+    default_cols = columns(w, "first_order")
+    setattr(w, param_name, value)
+    kwargs = {**ATT_DEFAULTS, "seq": 64, "trials": 50, sim_name: value}
+    r = attention.simulate_attention(kwargs.pop("seq"), kwargs.pop("head_dim"), kwargs.pop("fmt"),
+                                     kwargs.pop("rounding"), **kwargs)
+    assert same(columns(w, "first_order")["exact"], r.delta_o.reshape(-1).tolist())
+    assert same(columns(w, "first_order")["first_order"], r.delta_o_first_order.reshape(-1).tolist())
+    assert same(columns(w, "variance")["monte_carlo"], r.mc_variance.reshape(-1).tolist())
+    assert same(columns(w, "variance")["analytic"], r.analytic_variance.reshape(-1).tolist())
+    assert same(columns(w, "bias")["mc_mean"], r.mc_mean_error.reshape(-1).tolist())
+    assert same(columns(w, "probs")["p_rounded"], r.probs_rounded.reshape(-1).tolist())
+    assert not same(columns(w, "first_order")["exact"], default_cols["exact"]), "the plot did not change"
+
+
+def test_attention_trials_and_renormalize() -> None:
+    w = AttentionRounding(seq=32, rounding="stochastic", trials=20)
+    assert all(math.isnan(v) for v in columns(w, "renorm")["mc_mean"])
+    var20 = columns(w, "variance")["monte_carlo"]
+    w.trials = 40
+    r = attention.simulate_attention(32, 64, "E4M3FN", "stochastic", trials=40, seed=0)
+    assert same(columns(w, "variance")["monte_carlo"], r.mc_variance.reshape(-1).tolist())
+    assert not same(var20, columns(w, "variance")["monte_carlo"])
+    w.renormalize = True
+    r = attention.simulate_attention(32, 64, "E4M3FN", "stochastic", trials=40, renormalize=True, seed=0)
+    assert r.mc_mean_error_renorm is not None and r.renorm_bias_first_order is not None
+    assert same(columns(w, "renorm")["mc_mean"], r.mc_mean_error_renorm.reshape(-1).tolist())
+    assert same(columns(w, "renorm")["predicted"], r.renorm_bias_first_order.reshape(-1).tolist())
+    assert "Renormalising" in w.summary
+
+
+def test_attention_three_probs_preset() -> None:
+    w = AttentionRounding(preset="three_probs")
+    cols = columns(w, "probs")
+    assert np.allclose(cols["p"], [0.6, 0.3, 0.1], rtol=1e-12)
+    # E4M3FN, gap 2^(e-3) in binade 2^e: 0.6 = 9.6/16 → 10/16 = 0.625, 0.3 = 9.6/32 → 10/32 = 0.3125,
+    # 0.1 = 12.8/128 → 13/128 = 0.1015625
+    assert u8(cols["p_rounded"], ml_dtypes.float8_e4m3fn) == u8([0.6, 0.3, 0.1], ml_dtypes.float8_e4m3fn)
+    assert cols["p_rounded"] == [0.625, 0.3125, 0.1015625]
+    # the worked example on a grid of step 1/4: [0.5, 0.25, 0] and 0.6·0 + 0.3·2 + 0.1·10 = 1.6 → 0.5
+    assert "1.6 → 0.5" in w.summary
+    exact = 0.6 * 0 + 0.3 * 2 + 0.1 * 10
+    assert columns(w, "first_order")["exact"][0] == pytest.approx(0.625 * 0 + 0.3125 * 2 + 0.1015625 * 10 - exact,
+                                                                   abs=1e-12)
+
+
+# ------------------------------------------------------------------------------------------------
+# RecomputeDivergence
+# ------------------------------------------------------------------------------------------------
+
+
+def test_recompute_fixed_is_bitwise_identical_one_commit_per_layer() -> None:
+    w = RecomputeDivergence()
+    cells = columns(w, "cells")
+    assert cells["status"] == ["bitwise identical"] * 80
+    assert columns(w, "steps")["state_commits"] == [4] * 20  # one per layer per logical step
+    assert set(cells["commits"]) == {1}
+    assert "bitwise identical in all 80 activations" in w.summary
+    assert w._expected_commits.location == 4
+
+
+@pytest.mark.parametrize(
+    "param_name, value, sim_kwargs",
+    [("variant", "recompute-mutates", {"variant": "recompute-mutates"}),
+     ("variant", "stale-centre", {"variant": "stale-centre"}),
+     ("layers", 2, {"layers": 2}), ("steps", 6, {"steps": 6}), ("format", "E5M2", {"fmt": "E5M2"}),
+     ("seed", 5, {"seed": 5}), ("checkpointing", False, {"checkpointing": False})],
+)
+def test_recompute_follows_simulation(param_name: str, value: Any, sim_kwargs: dict[str, Any]) -> None:
+    w = RecomputeDivergence(variant="shared-state")
+    w.variant = "fixed"
+    default = {name: columns(w, name) for name in ("cells", "steps")}
+    setattr(w, param_name, value)
+    r = recompute.run_recompute(**{"variant": "fixed", "layers": 4, "steps": 20, "fmt": "E4M3FN", "seed": 0,
+                                   "checkpointing": True, **sim_kwargs})
+    cells, steps = columns(w, "cells"), columns(w, "steps")
+    n_steps, n_layers = r.recomputed.shape
+    assert len(cells["x"]) == n_steps * n_layers
+    differs = [c == "differs" for c in cells["status"]]
+    assert differs == list((r.recomputed & ~r.bitwise_equal).reshape(-1))
+    assert same(steps["grad_norm"], [float(g) for g in r.grad_norm])
+    assert steps["state_commits"] == [int(c) for c in r.state_commits]
+    assert r.verdict() in w.summary
+    assert {name: columns(w, name) for name in ("cells", "steps")} != default, "the plot did not change"
+
+
+def test_recompute_defect_signatures() -> None:
+    w = RecomputeDivergence(variant="recompute-mutates")
+    assert columns(w, "steps")["state_commits"] == [8] * 20  # recompute commits a second time
+    assert "first mismatch" in w.summary
+    w.variant = "gate-asymmetry"
+    assert "failed at step 0" in w.summary and "KeyError" in w.summary
+    assert w.error == ""  # a failing run is a verdict, not an error
+    w.variant = "bf16-control"
+    assert columns(w, "steps")["state_commits"] == [0] * 20
+    assert w._expected_commits.location == 0
+    w.variant = "fixed"
+    w.checkpointing = False
+    assert set(columns(w, "cells")["status"]) == {"not recomputed"}
+
+
+# ------------------------------------------------------------------------------------------------
+# ScaleGrouping
+# ------------------------------------------------------------------------------------------------
+
+
+def grouping_tensor(outlier: float = 100.0, r: int = 3, c: int = 5, seed: int = 0) -> np.ndarray:
+    x = np.random.default_rng(seed).standard_normal((32, 64)).astype(np.float32)
+    x[r, c] = outlier
+    return x
+
+
+def group_amax_per_element(x: np.ndarray, granularity: str, k: int = 16) -> np.ndarray:
+    a = np.abs(x.astype(np.float64))
+    if granularity == "tensor":
+        return np.full(x.shape, a.max())
+    if granularity == "row":
+        return np.repeat(a.max(axis=1, keepdims=True), x.shape[1], axis=1)
+    if granularity == "column":
+        return np.repeat(a.max(axis=0, keepdims=True), x.shape[0], axis=0)
+    if granularity == "block":
+        blk = a.reshape(x.shape[0], -1, k).max(axis=2)
+        return np.repeat(blk, k, axis=1)
+    tiles = a.reshape(x.shape[0] // k, k, x.shape[1] // k, k).max(axis=(1, 3))
+    return np.kron(tiles, np.ones((k, k)))
+
+
+@pytest.mark.parametrize("granularity, n_groups", [("tensor", 1), ("row", 32), ("column", 64), ("block", 128),
+                                                    ("block2d", 8)])
+def test_grouping_scales_and_dequantized_values(granularity: str, n_groups: int) -> None:
+    w = ScaleGrouping(granularity=granularity)
+    x = grouping_tensor()
+    cells = columns(w, "cells")
+    assert cells["value"] == x.astype(np.float64).reshape(-1).tolist()
+    encode = (E4M3_MAX / group_amax_per_element(x, granularity)).astype(np.float32).astype(np.float64)
+    assert np.array_equal(np.asarray(cells["decode_scale"]), (1.0 / encode).reshape(-1))
+    assert len(set(cells["group"])) == n_groups
+    # x̂ = E4M3(x · encode_scale) / encode_scale, the cast by ml_dtypes (the scaled values are exact in float64)
+    scaled = x.astype(np.float64) * encode
+    codes = scaled.astype(ml_dtypes.float8_e4m3fn)
+    x_hat = codes.astype(np.float64) * (1.0 / encode)
+    assert np.allclose(cells["dequantized"], x_hat.reshape(-1), rtol=1e-15, atol=0)
+    bits = 8 + 32 * n_groups / x.size
+    assert f"{bits:.4g} bits per element" in w.summary
+    assert cells["scale_text"][0] == power_of_two_text(cells["decode_scale"][0])
+
+
+@pytest.mark.parametrize("param_name, value", [("outlier", 1000.0), ("outlier_row", 10), ("outlier_col", 40),
+                                               ("seed", 1), ("format", "E2M1"), ("block_size", 8)])
+def test_grouping_follows_simulation(param_name: str, value: Any) -> None:
+    w = ScaleGrouping(granularity="block")
+    default = columns(w, "cells")
+    setattr(w, param_name, value)
+    args = {"outlier": 100.0, "outlier_row": 3, "outlier_col": 5, "seed": 0, "format": "E4M3FN", "block_size": 16,
+            param_name: value}
+    x = grouping_tensor(args["outlier"], args["outlier_row"], args["outlier_col"], args["seed"])
+    st = scaling.quantize_scaled(x, args["format"], f"block{args['block_size']}")
+    cells = columns(w, "cells")
+    assert np.array_equal(np.asarray(cells["dequantized"]), st.dequantize().reshape(-1))
+    assert columns(w, "outlier") == {"x": [args["outlier_col"]], "y": [args["outlier_row"]]}
+    assert cells != default, "the plot did not change"
+    # the summary's overall error is the outlier study's for this granularity
+    study = scaling.outlier_study(args["format"], (32, 64), args["outlier"],
+                                  (args["outlier_row"], args["outlier_col"]),
+                                  granularities=[f"block{args['block_size']}"], seed=args["seed"])
+    assert f"RMS relative error {study.entries[0].report.rms_rel_error:.3g}" in w.summary
+
+
+@pytest.mark.parametrize("granularity", ["tensor", "row", "column"])
+def test_grouping_outlier_neighbours(granularity: str) -> None:
+    # the outlier's neighbours: the other elements sharing its scale (row 3 / column 5 / all)
+    w = ScaleGrouping(granularity=granularity, format="INT8")
+    x = grouping_tensor().astype(np.float64)
+    cells = columns(w, "cells")
+    x_hat = np.asarray(cells["dequantized"]).reshape(x.shape)
+    same_group = {"tensor": np.ones(x.shape, bool), "row": np.zeros(x.shape, bool),
+                  "column": np.zeros(x.shape, bool)}[granularity]
+    if granularity == "row":
+        same_group[3, :] = True
+    if granularity == "column":
+        same_group[:, 5] = True
+    same_group[3, 5] = False
+    d = x_hat[same_group] - x[same_group]
+    expected = math.sqrt(float(np.sum(d * d)) / float(np.sum(x[same_group] ** 2)))
+    assert f"{expected:.3g}" in w.summary
+
+
+# ------------------------------------------------------------------------------------------------
+# BlockFormats
+# ------------------------------------------------------------------------------------------------
+
+
+def block_input(seed: int = 0, outlier: float = 0.0, row: int = 0, distribution: str = "student_t") -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    x = (rng.standard_t(3, size=(16, 128)) if distribution == "student_t" else rng.standard_normal((16, 128)))
+    x = x.astype(np.float32)
+    if outlier:
+        x[row, 5] = outlier
+    return x
+
+
+MX_DTYPES = {"MXFP8": ("E4M3FN", ml_dtypes.float8_e4m3fn, 8, 448.0),
+             "MXFP8-E5M2": ("E5M2", ml_dtypes.float8_e5m2, 15, 57344.0),
+             "MXFP6": ("E2M3", ml_dtypes.float6_e2m3fn, 2, 7.5),
+             "MXFP6-E3M2": ("E3M2", ml_dtypes.float6_e3m2fn, 4, 28.0),
+             "MXFP4": ("E2M1", ml_dtypes.float4_e2m1fn, 2, 6.0)}
+
+
+@pytest.mark.parametrize("recipe", list(MX_DTYPES))
+@pytest.mark.parametrize("rule", ["floor", "rceil"])
+def test_mx_block_against_ml_dtypes(recipe: str, rule: str) -> None:
+    w = BlockFormats(recipe=recipe, scale_rule=rule, outlier=30.0, row=2)
+    _, dtype, emax, fmax = MX_DTYPES[recipe]
+    x = block_input(outlier=30.0, row=2)
+    block = x[2, :32].astype(np.float64)
+    amax = np.abs(block).max()
+    if rule == "floor":  # OCP: X = floor(log2 amax) − emax_elem
+        x_exp = math.floor(math.log2(amax)) - emax
+    else:  # amax / max_elem rounded up to a power of two
+        x_exp = math.ceil(math.log2(amax / fmax))
+    cols = columns(w, "block")
+    assert cols["scale_text"] == [power_of_two_text(2.0**x_exp)] * 32
+    assert f"2^{x_exp}" in w.summary
+    # dividing by 2^X is exact; the OCP conversion saturates beyond ±max (ml_dtypes would give NaN/Inf)
+    scaled = np.clip(block / 2.0**x_exp, -fmax, fmax)
+    assert [int(c, 16) for c in cols["code"]] == u8(scaled, dtype)
+    decoded = scaled.astype(np.float32).astype(dtype).astype(np.float64) * 2.0**x_exp
+    assert cols["decoded"] == decoded.tolist()
+
+
+def test_worked_fact_957() -> None:
+    # an E4M3 block with amax 957: floor gives 2^1 and 957 decodes as 896; rceil gives 2^2 and 960
+    w = BlockFormats(outlier=957.0)
+    assert columns(w, "block")["decoded"][5] == 896.0
+    w.scale_rule = "rceil"
+    assert columns(w, "block")["decoded"][5] == 960.0
+
+
+def test_nvfp4_block_against_formula() -> None:
+    w = BlockFormats(recipe="NVFP4", row=1)
+    x = block_input(row=1)
+    tensor_scale = float(np.float32(np.abs(x).max() / (448.0 * 6.0)))
+    block = x[1, :32].astype(np.float64).reshape(2, 16)
+    block_scale = (np.abs(block).max(axis=1) / 6.0 / tensor_scale).astype(ml_dtypes.float8_e4m3fn).astype(np.float64)
+    scaled = block / (block_scale * tensor_scale)[:, None]
+    codes = scaled.reshape(-1).astype(ml_dtypes.float4_e2m1fn).view(np.uint8)
+    cols = columns(w, "block")
+    assert [int(c, 16) for c in cols["code"]] == [int(c) for c in codes]
+    decoded = codes.view(ml_dtypes.float4_e2m1fn).astype(np.float64).reshape(2, 16) * (block_scale * tensor_scale)[:, None]
+    assert np.allclose(cols["decoded"], decoded.reshape(-1), rtol=1e-7, atol=0)
+    assert "the scale rule does not apply" in w.summary
+
+
+def rms_rel_per_block(x: np.ndarray, x_hat: np.ndarray) -> np.ndarray:
+    xb, hb = x.astype(np.float64).reshape(-1, 32), x_hat.astype(np.float64).reshape(-1, 32)
+    return np.sqrt(((hb - xb) ** 2).sum(axis=1) / (xb**2).sum(axis=1))
+
+
+@pytest.mark.parametrize("param_name, value", [("recipe", "MXFP4"), ("scale_rule", "ceil"), ("distribution", "normal"),
+                                               ("outlier", 200.0), ("seed", 4), ("row", 9)])
+def test_block_errors_follow_simulation(param_name: str, value: Any) -> None:
+    w = BlockFormats()
+    default = {name: columns(w, name) for name in w.sources}
+    setattr(w, param_name, value)
+    args = {"recipe": "MXFP8", "scale_rule": "floor", "distribution": "normal" if value == "normal" else "student_t",
+            "outlier": 0.0, "seed": 0, "row": 0, param_name: value}
+    x = block_input(args["seed"], args["outlier"], args["row"], args["distribution"])
+    elem = MX_DTYPES[args["recipe"]][0]
+    q = blocks.quantize_mx(x, elem, 32, args["scale_rule"])
+    pt = scaling.quantize_scaled(x, elem, "tensor")
+    errs = columns(w, "errors")
+    assert np.allclose(errs["recipe"], rms_rel_per_block(x, q.dequantize()), rtol=1e-12, atol=0)
+    assert np.allclose(errs["per_tensor"], rms_rel_per_block(x, pt.dequantize()), rtol=1e-12, atol=0)
+    assert columns(w, "shown")["block"] == [args["row"] * 4]
+    assert {name: columns(w, name) for name in w.sources} != default, "the plot did not change"
+
+
+def test_hadamard_input_and_error_in_original_basis() -> None:
+    w = BlockFormats(recipe="MXFP4", hadamard=True, outlier=100.0)
+    x = block_input(outlier=100.0)
+    s16 = np.array([[1.0]])
+    while s16.shape[0] < 16:
+        s16 = np.kron(np.array([[1.0, 1.0], [1.0, -1.0]]), s16)
+    signs = np.random.default_rng(0).choice([-1.0, 1.0], size=16)
+    h = s16 / 4.0 * signs[None, :]
+    assert np.allclose(h @ h.T, np.eye(16), atol=1e-15)  # orthogonal
+    x_h = (x.astype(np.float64).reshape(-1, 16) @ h).reshape(x.shape).astype(np.float32)
+    assert np.array_equal(np.asarray(columns(w, "block")["input"]), x_h[0, :32].astype(np.float64))
+    # the outlier is spread: the block's amax falls to about 100 / 4
+    assert max(abs(v) for v in columns(w, "block")["input"]) < 40
+    q = blocks.quantize_mx(x_h, "E2M1", 32, "floor")
+    back = (q.dequantize().astype(np.float64).reshape(-1, 16) @ h.T).reshape(x.shape)
+    assert np.allclose(columns(w, "errors")["recipe"], rms_rel_per_block(x, back), rtol=1e-9, atol=0)
+
+
+def test_block_lattice_is_the_element_grid_times_the_scale() -> None:
+    # E2M1 magnitudes 0, 0.5, 1, 1.5, 2, 3, 4, 6; amax 30: floor gives X = floor(log2 30) − 2 = 2, so
+    # the block decodes onto multiples of those by 4 and 30 saturates to 6 · 4 = 24
+    w = BlockFormats(recipe="MXFP4", outlier=30.0)
+    e2m1 = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0]
+    expected = sorted({s * 4.0 * v for v in e2m1 for s in (1.0, -1.0)})
+    assert sorted(columns(w, "grid")["value"]) == expected
+    assert columns(w, "block")["decoded"][5] == 24.0
