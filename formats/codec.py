@@ -201,7 +201,9 @@ def _encode_float_general(
     rnd = policy.rounding
     rsign = sign if fmt.signed else np.zeros_like(sign)  # unsigned: |x| is what gets rounded
     if rnd is Rounding.NEAREST_EVEN:
-        inc = (r > half) | ((r == half) & (half != 0) & ((n & 1) == 1))
+        # ties go to the even *code*: its last bit is the mantissa's, or the exponent's when m = 0
+        odd = (n & 1) == 1 if m > 0 else ((qe - qe_min) & 1) == (0 if fmt.subnormals else 1)
+        inc = (r > half) | ((r == half) & (half != 0) & odd)
     elif rnd is Rounding.NEAREST_AWAY:
         inc = (r >= half) & (r != 0)
     elif rnd is Rounding.TOWARD_ZERO:

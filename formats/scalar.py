@@ -48,14 +48,18 @@ def decode_scalar(code: int, fmt: str | Format) -> float:
     return -float(value) if s else float(value)
 
 
-def _round_significand(q: Fraction, negative: bool, rounding: Rounding, u32: int | None) -> int:
-    """Round q ≥ 0 (a value measured in quanta) to an integer under `rounding`."""
+def _round_significand(q: Fraction, negative: bool, rounding: Rounding, u32: int | None,
+                       floor_code_odd: bool | None = None) -> int:
+    """Round q ≥ 0 (a value measured in quanta) to an integer under `rounding`.
+
+    A nearest-even tie goes up when the code of floor(q) is odd (default: floor(q) itself odd)."""
     n = math.floor(q)
     frac = q - n
     if frac == 0:
         return n
     if rounding is Rounding.NEAREST_EVEN:
-        return n + 1 if frac > Fraction(1, 2) or (frac == Fraction(1, 2) and n % 2 == 1) else n
+        odd = n % 2 == 1 if floor_code_odd is None else floor_code_odd
+        return n + 1 if frac > Fraction(1, 2) or (frac == Fraction(1, 2) and odd) else n
     if rounding is Rounding.NEAREST_AWAY:
         return n + 1 if frac >= Fraction(1, 2) else n
     if rounding is Rounding.TOWARD_ZERO:
@@ -144,7 +148,9 @@ def encode_scalar(x: float, fmt: str | Format, policy: CastPolicy | None = None,
             e += 1
         e_eff = max(e, f.emin)  # below emin the quantum stays 2^(emin - m): subnormals
         quantum = Fraction(2) ** (e_eff - m)
-        n = _round_significand(v / quantum, negative, pol.rounding, u32)
+        # the code's last bit is the mantissa's, or the exponent field's when m = 0 (E8M0)
+        odd = None if m > 0 else (e_eff - f.emin) % 2 == (0 if f.subnormals else 1)
+        n = _round_significand(v / quantum, negative, pol.rounding, u32, odd)
         if f.subnormals:
             mag = ((e_eff - f.emin) << m) + n
         else:

@@ -142,7 +142,8 @@ def rounding_bin(fmt: str | Format, code: int, policy: CastPolicy | None = None)
     prev = vals[i - 1] if i > 0 else None
     nxt = vals[i + 1] if i + 1 < len(vals) else None
     top = vals[-1]
-    top_gap = vals[-1] - vals[-2]
+    # one quantum above max: where the next value would be (2·max when there are no mantissa bits)
+    top_gap = Fraction(2) ** (f.emax - f.mantissa_bits) if isinstance(f, FloatFormat) else Fraction(1)
     neg_zero = v == 0 and bool(np.signbit(v))
     has_neg_zero = isinstance(f, FloatFormat) and f.has_negative_zero
     r = pol.rounding

@@ -46,11 +46,11 @@ def _encodes_to(fmt: F.Format, x: float, pol: F.CastPolicy) -> int:
 
 @pytest.mark.parametrize("rounding", ["nearest_even", "nearest_away", "toward_zero", "up", "down"])
 @pytest.mark.parametrize("overflow", ["saturate", "nonfinite"])
-@pytest.mark.parametrize("fmt", [F.E4M3FN, F.E5M2, F.E2M1, F.E4M3FNUZ, F.INT4], ids=lambda f: f.name)
+@pytest.mark.parametrize("fmt", [F.E4M3FN, F.E5M2, F.E2M1, F.E4M3FNUZ, F.E8M0, F.INT4], ids=lambda f: f.name)
 def test_rounding_bin_edges_match_the_encoder(fmt: F.Format, rounding: str, overflow: str) -> None:
     if overflow == "nonfinite" and not (fmt.has_inf or fmt.has_nan):
         pytest.skip(f"{fmt.name} has no Inf/NaN")
-    pol = F.CastPolicy(rounding=rounding, overflow=overflow)
+    pol = F.CastPolicy(rounding=rounding, overflow=overflow, unsigned_zero="nan")
     classes = F.classify_codes(fmt)
     for code in range(fmt.n_codes):
         if classes[code] in ("nan", "inf"):
@@ -83,3 +83,11 @@ def test_rounding_bin_of_448_in_e4m3fn() -> None:
     assert b_sat.hi == np.inf
     with pytest.raises(ValueError):
         F.rounding_bin(F.E4M3FN, 0x7F)
+
+
+def test_e8m0_nearest_even_ties_go_to_the_even_exponent() -> None:
+    # 3 is the midpoint of 2 (code 128, even) and 4 (code 129); 6 of 4 (129) and 8 (130, even)
+    x = np.array([3.0, 6.0, 0.75])
+    assert F.encode(x, F.E8M0, F.CastPolicy(rounding="nearest_even")).tolist() == [128, 130, 126]
+    assert F.encode(x, F.E8M0, F.CastPolicy(rounding="nearest_away")).tolist() == [129, 130, 127]
+    assert [F.encode_scalar(v, F.E8M0, F.CastPolicy(rounding="nearest_even")) for v in x] == [128, 130, 126]
