@@ -121,7 +121,9 @@ def conventions_table(formats: tuple[FloatFormat, ...] = FLOAT_FORMATS) -> list[
             row: dict[str, Any] = {"format": f.name, "convention": conv, "policy": pol.to_dict()}
             for label, v in probes.items():
                 try:
-                    code = int(encode(np.array([v], np.float32), f, pol)[0])
+                    with np.errstate(over="ignore"):
+                        x32 = np.array([v], np.float32)
+                    code = int(encode(x32, f, pol)[0])
                     val = float(decode(np.array([code]), f)[0])
                     row[label] = {"code": code, "value": val}
                 except ValueError as exc:

@@ -23,8 +23,9 @@ def parse_value(text: str) -> float:
     if body == "nan":
         return math.copysign(math.nan, sign)
     try:
-        if body.startswith("0x"):
-            return float.fromhex(s)
-        return float(s)
+        x = float.fromhex(s) if body.startswith("0x") else float(s)
     except ValueError:
         raise ValueError(f"cannot read {text!r} as a number; expected {ACCEPTED}") from None
+    if math.isinf(x):
+        raise ValueError(f"{text!r} is beyond float64's range (max ≈ 1.8e308); type a smaller number or inf")
+    return x

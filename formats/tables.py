@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -67,8 +68,23 @@ def _json_float(v: float) -> float | str:
 
 
 def code_table(fmt: str | Format) -> CodeTable:
-    """The full code table of a format (up to 16 bits; FP32 is refused as too large)."""
-    f = get_format(fmt)
+    """The full code table of a format (up to 16 bits; FP32 is refused as too large).
+
+    Cached per format; its arrays are read-only."""
+    return _code_table(get_format(fmt))
+
+
+@lru_cache(maxsize=None)
+def _sorted_values(f: Format) -> np.ndarray:
+    """Distinct finite values of a format, ascending (±0 merged), float64, read-only."""
+    t = _code_table(f)
+    vals = np.unique(t.value[np.isfinite(t.value)])
+    vals.setflags(write=False)
+    return vals
+
+
+@lru_cache(maxsize=None)
+def _code_table(f: Format) -> CodeTable:
     if f.bits > 16:
         raise ValueError(f"code_table lists formats up to 16 bits; {f.name} has {f.bits}")
     codes = np.arange(f.n_codes, dtype=np.int64)
@@ -91,6 +107,8 @@ def code_table(fmt: str | Format) -> CodeTable:
     gap[finite] = nxt - value[finite]
     with np.errstate(divide="ignore", invalid="ignore"):
         rel = np.where((value != 0) & finite, gap / np.abs(value), np.nan)
+    for arr in (codes, sign, exponent, mantissa, value, cls, gap, rel):
+        arr.setflags(write=False)
     return CodeTable(f.name, f.bits, codes, sign, exponent, mantissa, value, cls, gap, rel)
 
 
@@ -136,12 +154,12 @@ def rounding_bin(fmt: str | Format, code: int, policy: CastPolicy | None = None)
     v = float(table.value[code])
     if not np.isfinite(v):
         raise ValueError(f"code {code} of {f.name} is {v}; only finite codes have rounding bins")
-    vals = [Fraction(float(u)) for u in np.unique(table.value[np.isfinite(table.value)])]
+    grid = _sorted_values(f)
     fv = Fraction(v)
-    i = vals.index(fv)
-    prev = vals[i - 1] if i > 0 else None
-    nxt = vals[i + 1] if i + 1 < len(vals) else None
-    top = vals[-1]
+    i = int(np.searchsorted(grid, v))
+    prev = Fraction(float(grid[i - 1])) if i > 0 else None
+    nxt = Fraction(float(grid[i + 1])) if i + 1 < grid.size else None
+    top = Fraction(float(grid[-1]))
     # one quantum above max: where the next value would be (2·max when there are no mantissa bits)
     top_gap = Fraction(2) ** (f.emax - f.mantissa_bits) if isinstance(f, FloatFormat) else Fraction(1)
     neg_zero = v == 0 and bool(np.signbit(v))

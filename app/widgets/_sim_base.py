@@ -14,6 +14,7 @@ from typing import Any
 
 import panel as pn
 import param
+from panel.io import hold
 from bokeh.models import ColumnDataSource
 
 
@@ -93,15 +94,17 @@ class SimulationWidget(pn.viewable.Viewer):
         return True
 
     def _accept(self, result: Any, data: dict[str, dict[str, list[Any]]]) -> None:
-        for name, columns in data.items():
-            self.sources[name].data = columns
-        self.result = result
-        self.source_data = data
-        self.error = ""
-        self._alert.object = ""
-        self._alert.visible = False
-        self._after_update(result)
-        self._summary.object = self._summary_text(result)
+        # served sessions need Bokeh model changes inside hold() (the document lock, one patch)
+        with hold():
+            for name, columns in data.items():
+                self.sources[name].data = columns
+            self.result = result
+            self.source_data = data
+            self.error = ""
+            self._alert.object = ""
+            self._alert.visible = False
+            self._after_update(result)
+            self._summary.object = self._summary_text(result)
 
     @property
     def summary(self) -> str:

@@ -1,0 +1,252 @@
+"""Pages of the app: the landing page, one page per lesson, one standalone page per widget.
+
+A lesson page renders `app.lessons.render_blocks(lesson)` in order: Markdown blocks become
+Markdown panes and each `::: widget Name key=value` directive becomes that widget built with those
+parameters (a widget whose module cannot be imported shows "widget Name not available"; bad
+directive parameters show an "Invalid …" alert; neither stops the page). Every page carries the same
+navigation header. In a served session the widgets' parameters are synced with the URL query
+(`pn.state.location.sync`), so a link reproduces a view: a widget page uses the bare parameter names
+(`/widget/BinExplorer?format=E5M2&value=0x1.8p3`), a lesson page prefixes them with the widget
+name (`BinExplorer.value=…`; a second widget of the same class gets `BinExplorer2.value=…`).
+Route names: `ROUTE_HOME` (""), `lesson/<slug>`, `widget/<Name>`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qs
+
+import panel as pn
+import param
+
+from app.lessons import (
+    Lesson,
+    LessonError,
+    MarkdownBlock,
+    WidgetDirective,
+    load_lessons,
+    render_blocks,
+)
+from app.widgets import WIDGETS, get_widget_class
+
+ROUTE_HOME = ""
+SITE_TITLE = "lowprec — low-precision formats, explained bit by bit"
+
+WIDGET_TITLES: dict[str, str] = {
+    "BinExplorer": "Bin explorer: bits, code, error and rounding bin of any value",
+    "Conventions": "Backend conventions at the edges (overflow, Inf, NaN, E8M0)",
+    "DelayedSpike": "Delayed scaling against an amax spike",
+    "AttentionRounding": "Rounding attention probabilities",
+    "RecomputeDivergence": "A stateful quantizer under activation recompute",
+    "ScaleGrouping": "Scale granularity and an outlier",
+    "BlockFormats": "Block formats: MXFP8, MXFP6, MXFP4, NVFP4",
+}
+
+PAGE_CSS = """
+.lp-header { border-bottom: 1px solid #ddd; margin-bottom: 8px; }
+.lp-unavailable { color: #8a6d3b; }
+"""
+
+
+def lesson_route(lesson: Lesson) -> str:
+    return f"lesson/{lesson.slug}"
+
+
+def widget_route(name: str) -> str:
+    return f"widget/{name}"
+
+
+@dataclass
+class PlacedWidget:
+    """A widget on a page with the URL prefix of its parameters ('' on a widget page)."""
+
+    name: str
+    widget: Any  # the Viewer, or None when it could not be built
+    prefix: str
+
+
+def href(route: str, from_home: bool, suffix: str = "") -> str:
+    """Relative link to `route` from the home page or from a page one level down; `suffix` is
+    '.html' for exported files ('' when served)."""
+    up = "" if from_home else "../"
+    if route in ("", "/"):
+        return f"{up}index{suffix}" if suffix else (up or "./")
+    return f"{up}{route}{suffix}"
+
+
+def header(current: str = "", suffix: str = "") -> pn.viewable.Viewable:
+    """Navigation shared by every page: home, and the current page's title."""
+    home = href("", not current, suffix)
+    text = f"[lowprec]({home}) · [lessons]({home}#lessons) · [widgets]({home}#widgets)"
+    if current:
+        text += f" · **{current}**"
+    return pn.pane.Markdown(text, css_classes=["lp-header"], sizing_mode="stretch_width")
+
+
+def build_widget(name: str, params: dict[str, Any] | None = None) -> tuple[Any, pn.viewable.Viewable]:
+    """(widget or None, what to show). A missing module gives a visible note, bad parameters an
+    "Invalid …" alert; neither raises."""
+    try:
+        cls = get_widget_class(name)
+    except ImportError as exc:
+        return None, pn.pane.Alert(f"widget {name} not available ({exc})", alert_type="warning")
+    try:
+        widget = cls(**(params or {}))
+    except (ValueError, TypeError) as exc:
+        return None, pn.pane.Alert(f"Invalid parameters for widget {name}: {exc}", alert_type="danger")
+    return widget, widget
+
+
+def url_parameters(widget: param.Parameterized, prefix: str = "") -> dict[str, str]:
+    """Mapping parameter → query name for every control of `widget` (all settable params but `name`)."""
+    out: dict[str, str] = {}
+    for p in widget.param:
+        spec = widget.param[p]
+        if p == "name" or spec.constant or spec.readonly or (spec.precedence is not None and spec.precedence < 0):
+            continue
+        out[p] = f"{prefix}{p}"
+    return out
+
+
+def sync_url(placed: list[PlacedWidget], location: Any = None) -> bool:
+    """Sync each placed widget's parameters with the URL query (served sessions only; pass a
+    `panel.io.location.Location` to sync with another one). Query values a widget refuses show
+    as an "Invalid URL parameters" alert in that widget."""
+    location = location if location is not None else pn.state.location
+    if location is None:
+        return False
+    for item in placed:
+        if item.widget is None:
+            continue
+        widget = item.widget
+
+        def on_error(values: dict[str, Any], widget: Any = widget, prefix: str = item.prefix) -> None:
+            # Panel reads query values as JSON first, so a text parameter can arrive as a number
+            # (value=3.3 → 3.3, and -0 → 0, losing the sign): retry text parameters with the raw
+            # query text, one parameter at a time, and report only what is still refused.
+            raw = {k: v[-1] for k, v in parse_qs(str(location.search).lstrip("?"),
+                                                 keep_blank_values=True).items()}
+            refused: dict[str, Any] = {}
+            for name, value in values.items():
+                if isinstance(widget.param[name], param.String):
+                    value = raw.get(f"{prefix}{name}", str(value))
+                try:
+                    widget.param.update(**{name: value})
+                except (ValueError, TypeError):
+                    refused[name] = value
+            alert = getattr(widget, "_alert", None)
+            if refused and alert is not None:
+                text = ", ".join(f"{prefix}{k}={v!r}" for k, v in refused.items())
+                alert.object = f"Invalid URL parameters: {text}"
+                alert.visible = True
+
+        location.sync(widget, url_parameters(widget, item.prefix), on_error=on_error)
+    return True
+
+
+def lesson_body(lesson: Lesson) -> tuple[list[pn.viewable.Viewable], list[PlacedWidget]]:
+    """The lesson's Markdown and widgets as Panel objects, in order, and the widgets placed."""
+    objects: list[pn.viewable.Viewable] = []
+    placed: list[PlacedWidget] = []
+    counts: dict[str, int] = {}
+    try:
+        blocks = render_blocks(lesson)
+    except LessonError as exc:
+        return [pn.pane.Alert(f"Invalid lesson: {exc}", alert_type="danger")], []
+    for block in blocks:
+        if isinstance(block, MarkdownBlock):
+            objects.append(pn.pane.Markdown(block.text, sizing_mode="stretch_width"))
+        elif isinstance(block, WidgetDirective):
+            counts[block.name] = counts.get(block.name, 0) + 1
+            k = counts[block.name]
+            prefix = f"{block.name}{'' if k == 1 else k}."
+            widget, view = build_widget(block.name, dict(block.params))
+            placed.append(PlacedWidget(block.name, widget, prefix))
+            objects.append(view)
+    return objects, placed
+
+
+def page(title: str, objects: list[pn.viewable.Viewable], current: str = "", suffix: str = "") -> pn.Column:
+    """The common frame: header, then the objects."""
+    return pn.Column(header(current, suffix), *objects, sizing_mode="stretch_width",
+                     styles={"max-width": "1400px", "margin": "0 auto", "padding": "0 16px"},
+                     stylesheets=[PAGE_CSS])
+
+
+def lesson_page(lesson: Lesson, sync: bool = True, suffix: str = "") -> pn.Column:
+    """A lesson rendered with its widgets (URL-synced when served)."""
+    objects, placed = lesson_body(lesson)
+    if sync:
+        sync_url(placed)
+    return page(lesson.title, objects, current=lesson.title, suffix=suffix)
+
+
+def widget_page(name: str, params: dict[str, Any] | None = None, sync: bool = True,
+                suffix: str = "") -> pn.Column:
+    """One widget alone, with its title and the lessons that use it."""
+    widget, view = build_widget(name, params)
+    if sync and widget is not None:
+        sync_url([PlacedWidget(name, widget, "")])
+    uses = [lesson for lesson in _lessons_safe() if f"::: widget {name}" in lesson.text]
+    links = ", ".join(f"[{lesson.title}]({href(lesson_route(lesson), False, suffix)})" for lesson in uses)
+    intro = f"# {WIDGET_TITLES.get(name, name)}\n\n" + (f"Used in: {links}" if links else "")
+    return page(name, [pn.pane.Markdown(intro, sizing_mode="stretch_width"), view], current=name,
+                suffix=suffix)
+
+
+def _lessons_safe() -> list[Lesson]:
+    try:
+        return load_lessons()
+    except LessonError:
+        return []
+
+
+def landing_page(suffix: str = "") -> pn.Column:
+    """Title, the lessons in order (with summaries) and the widgets."""
+    try:
+        lessons = load_lessons()
+        problem = ""
+    except LessonError as exc:
+        lessons, problem = [], f"Invalid lessons: {exc}"
+    lines = [f"# {SITE_TITLE}", "",
+             "Lessons with live widgets: every number is computed by the bit-exact format models.",
+             "", '<a id="lessons"></a>', "## Lessons", ""]
+    for lesson in lessons:
+        lines.append(f"{lesson.order}. [{lesson.title}]({href(lesson_route(lesson), True, suffix)}) — {lesson.summary}")
+    lines += ["", '<a id="widgets"></a>', "## Widgets", ""]
+    for name in WIDGETS:
+        lines.append(f"- [{name}]({href(widget_route(name), True, suffix)}) — {WIDGET_TITLES.get(name, '')}")
+    objects: list[pn.viewable.Viewable] = [pn.pane.Markdown("\n".join(lines), sizing_mode="stretch_width")]
+    if problem:
+        objects.insert(0, pn.pane.Alert(problem, alert_type="danger"))
+    return page(SITE_TITLE, objects, suffix=suffix)
+
+
+def routes() -> dict[str, Callable[[], pn.viewable.Viewable]]:
+    """Every page of the app keyed by route (see the module docstring); each value builds a fresh
+    page per session."""
+    table: dict[str, Callable[[], pn.viewable.Viewable]] = {"/": landing_page}
+    for lesson in _lessons_safe():
+        table[lesson_route(lesson)] = _bind(lesson_page, lesson)
+    for name in WIDGETS:
+        table[widget_route(name)] = _bind(widget_page, name)
+    return table
+
+
+def _bind(fn: Callable[..., pn.viewable.Viewable], arg: Any) -> Callable[[], pn.viewable.Viewable]:
+    def build() -> pn.viewable.Viewable:
+        return fn(arg)
+
+    return build
+
+
+def page_titles() -> dict[str, str]:
+    """Browser-tab title per route."""
+    titles = {"/": SITE_TITLE}
+    for lesson in _lessons_safe():
+        titles[lesson_route(lesson)] = f"{lesson.title} · lowprec"
+    for name in WIDGETS:
+        titles[widget_route(name)] = f"{name} · lowprec"
+    return titles

@@ -1,0 +1,31 @@
+"""Serve every page of the app from one local Bokeh/Panel server.
+
+Binds 127.0.0.1 unless told otherwise and serves every resource itself: Panel's server resource
+mode ('server') makes Bokeh and Panel JS/CSS load from this server's /static paths, so a page makes
+no request to any other host (checked by the browser tests with request interception). Routes come
+from `app.pages.routes()`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import panel as pn
+
+from app import pages
+
+
+def serve(port: int = 5006, address: str = "127.0.0.1", show: bool = True, start: bool = True,
+          **kwargs: Any) -> Any:
+    """Start the server (blocking when `start`); returns the server object."""
+    if not isinstance(port, int) or not 0 <= port <= 65535:
+        raise ValueError(f"port must be an integer 0..65535, got {port!r}")
+    if not isinstance(address, str) or not address:
+        raise ValueError(f"address must be a host name or IP address, got {address!r}")
+    origins = [f"{address}:{port}", f"localhost:{port}", f"127.0.0.1:{port}"]
+    if address in ("0.0.0.0", "::"):  # bound to every interface: accept the host the browser used
+        origins = ["*"]
+    return pn.serve(
+        pages.routes(), port=port, address=address, show=show, start=start,
+        title=pages.page_titles(), websocket_origin=origins, resources="server", **kwargs,
+    )

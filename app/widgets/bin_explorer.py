@@ -1,0 +1,227 @@
+"""BinExplorer: type a value, see its bits, its code, its error and its rounding bin in any format.
+
+The widget owns the controls and the update protocol only; the numbers come from
+`app.plots.bins.explain_value` (which casts with `formats` under a named convention, with
+rounding/overflow overrides, on the grid scaled by `decode_scale = amax / F`) and the figures from
+the pure builders there. Figures and `ColumnDataSource`s are built once; a parameter change pushes
+new columns. Each bit is a toggle button in the sign/exponent/mantissa colour: clicking it flips
+the bit and the value box shows the new code's value. Bad input (unparseable text, a value the
+policy refuses, a decode_scale out of range) shows an "Invalid …" alert next to the controls and
+keeps the last good view.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import panel as pn
+import param
+from bokeh.models import ColumnDataSource
+from panel.io import hold
+
+from app.plots.bins import (
+    CONVENTION_NAMES,
+    EXPLORER_FORMATS,
+    FIELD_COLORS,
+    OVERFLOWS,
+    ROUNDINGS,
+    BinView,
+    bins_sources,
+    code_table_figure,
+    code_value,
+    explain_value,
+    gap_figure,
+    number_line_figure,
+    summary_table,
+)
+
+
+def value_text(v: float) -> str:
+    """Shortest text that parses back to exactly `v` (keeps -0, inf, nan)."""
+    if math.isnan(v):
+        return "nan"
+    if math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    if v == 0:
+        return "-0" if math.copysign(1.0, v) < 0 else "0"
+    return repr(float(v))
+
+
+def tie_rule_text(rounding: str, format_name: str) -> str:
+    """One line on how the number line shows the rounding rule."""
+    if rounding == "nearest_even":
+        owner = ("the larger value (no mantissa bits: the even significand is the carry)"
+                 if format_name == "E8M0" else "the even code (last bit 0)")
+        return f"a midpoint goes to {owner}; ▶/◀ at an edge points into the bin that owns it"
+    if rounding == "nearest_away":
+        return "a midpoint goes to the value farther from zero; ▶/◀ points into the bin that owns it"
+    if rounding == "stochastic":
+        return "stochastic: a value between two codes goes to either, with odds set by the distances"
+    direction = {"toward_zero": "toward zero", "up": "up (toward +Inf)", "down": "down (toward -Inf)"}
+    return f"directed rounding: everything between two codes goes {direction.get(rounding, rounding)}"
+
+
+class BinExplorer(pn.viewable.Viewer):
+    """Where a value lands in a low-precision format: bits, code, error, rounding bin and gaps."""
+
+    format: param.Selector = param.Selector(default="E4M3FN", objects=list(EXPLORER_FORMATS),
+                            doc="Format to cast to (every format up to 16 bits).")
+    value = param.String(default="3.3", doc="Value to cast: 3.3, 1e-3, -0, inf, nan or a hex float 0x1.8p3.")
+    convention: param.Selector = param.Selector(default="ml_dtypes", objects=list(CONVENTION_NAMES),
+                                doc="Backend whose cast policy is used (edges: overflow, NaN, E8M0).")
+    rounding: param.Selector = param.Selector(default="nearest_even", objects={"(convention's)": "", **{r: r for r in ROUNDINGS}},
+                              doc="Rounding mode; '' keeps the convention's own.")
+    overflow: param.Selector = param.Selector(default="", objects={"(convention's)": "", **{o: o for o in OVERFLOWS}},
+                              doc="Overflow rule; '' keeps the convention's own (saturate or Inf/NaN).")
+    compare_format: param.Selector = param.Selector(default="E5M2", objects={"(none)": "", **{f: f for f in EXPLORER_FORMATS}},
+                                    doc="Second format shown side by side ('' for none).")
+    decode_scale = param.Number(default=1.0, bounds=(2.0**-126, 2.0**126), inclusive_bounds=(True, True),
+                                doc="Grid = format values × decode_scale (= amax / F); x is encoded as x / decode_scale.")
+
+    controls_order = ("format", "value", "convention", "rounding", "overflow", "compare_format", "decode_scale")
+
+    def __init__(self, **params: Any) -> None:
+        super().__init__(**params)
+        self.error = ""
+        self._flipped_code: int | None = None
+        self._updating_bits = False
+        self.view: BinView = self._compute()  # defaults and constructor arguments must be valid
+        self.source_data = bins_sources(self.view)
+        self.sources = {k: ColumnDataSource(data=v) for k, v in self.source_data.items()}
+        self._alert = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
+        self._formula = pn.pane.HTML("", sizing_mode="stretch_width")
+        self._note = pn.pane.Markdown("", sizing_mode="stretch_width")
+        self._bits = pn.Row(sizing_mode="stretch_width")
+        self._bit_toggles: list[pn.widgets.Toggle] = []
+        self._table_note = pn.pane.Markdown("", sizing_mode="stretch_width")
+        s = self.sources
+        self._number_line = pn.pane.Bokeh(number_line_figure(s["bins"], s["points"], s["ties"],
+                                                             s["marker"], s["compare_points"]))
+        self._gap = pn.pane.Bokeh(gap_figure(s["gaps"], s["compare_gaps"], s["gap_marker"]))
+        self._summary = pn.pane.Bokeh(summary_table(s["summary"]))
+        self._table = pn.pane.Bokeh(code_table_figure(s["table"]))
+        self._show(self.view)
+        self.param.watch(self._on_change, list(self.controls_order))
+
+    # -- computation ------------------------------------------------------------------------------
+    def _compute(self, code: int | None = None) -> BinView:
+        return explain_value(self.value, self.format, self.convention, self.rounding, self.overflow,
+                             self.compare_format or None, self.decode_scale, code=code)
+
+    def _on_change(self, *events: param.parameterized.Event) -> None:
+        self.update()
+
+    def update(self) -> bool:
+        """Served sessions need Bokeh model changes inside `pn.io.hold()` (the document lock)."""
+        with hold():
+            return self._update()
+
+    def _update(self) -> bool:
+        """Recompute; on bad input show the message and keep the last good view."""
+        code, self._flipped_code = self._flipped_code, None
+        try:
+            view = self._compute(code)
+            data = bins_sources(view)
+        except (ValueError, TypeError) as exc:
+            self.error = f"Invalid input: {exc}"
+            self._alert.object = self.error
+            self._alert.visible = True
+            return False
+        self.error = ""
+        self._alert.object = ""
+        self._alert.visible = False
+        rebuild_bits = view.main.format != self.view.main.format or not self._bit_toggles
+        self.view = view
+        self.source_data = data
+        for k, v in data.items():
+            self.sources[k].data = v
+        self._show(view, rebuild_bits)
+        return True
+
+    def _show(self, view: BinView, rebuild_bits: bool = True) -> None:
+        main = view.main
+        if rebuild_bits or len(self._bit_toggles) != len(main.bits):
+            self._build_bit_toggles(main.fields)
+        self._updating_bits = True
+        try:
+            for t, b in zip(self._bit_toggles, main.bits):
+                t.value = b == "1"
+                t.label = b
+        finally:
+            self._updating_bits = False
+        own = view.bin_of_code
+        interval = ""
+        if own:
+            interval = (f"{'[' if own['lo_closed'] else '('}{own['lo']:.8g}, {own['hi']:.8g}"
+                        f"{']' if own['hi_closed'] else ')'}")
+        colours = " ".join(f"<span style='color:{FIELD_COLORS[f]}'>■ {f}</span>"
+                           for f in dict.fromkeys(main.fields))
+        self._formula.object = (
+            f"<div><b>{main.format}</b> code <b>{main.hex}</b> ({main.bits}) · {colours}<br>"
+            f"{main.formula} = <b>{main.exact}</b>"
+            + (f" × {view.decode_scale:g}" if view.decode_scale != 1 else "")
+            + f" = {main.value:.8g}<br>error {main.error:.6g} (relative {main.rel_error:.3g})"
+            + (f" · rounding bin {interval}" if interval else "")
+            + f"<br><small>policy: {main.policy['name'] or 'custom'} · rounding {main.policy['rounding']}"
+            f" · overflow {main.policy['overflow']} · {tie_rule_text(main.policy['rounding'], main.format)}"
+            "</small></div>"
+        )
+        self._note.object = view.note
+        if view.table:
+            self._table_note.object = ""
+            self._table.visible = True
+        else:
+            self._table_note.object = f"The full code table is listed for formats up to 8 bits; {main.format} has {len(main.bits)}."
+            self._table.visible = False
+
+    def _build_bit_toggles(self, fields: list[str]) -> None:
+        toggles = []
+        for i, fl in enumerate(fields):
+            colour = FIELD_COLORS[fl]
+            css = (f".bk-btn.bk-btn-default {{ background: #fff !important; color: {colour} !important;"
+                   f" border: 2px solid {colour} !important; font-weight: bold; padding: 2px 0; }}"
+                   f" .bk-btn.bk-btn-default.bk-active {{ background: {colour} !important;"
+                   f" color: #fff !important; }}")
+            t = pn.widgets.Toggle(label="0", value=False, width=26, height=32, margin=(2, 1),
+                                  stylesheets=[css])
+            t.param.watch(lambda event, index=i: self._on_bit(index, event.new), "value")
+            toggles.append(t)
+        self._bit_toggles = toggles
+        self._bits.objects = toggles
+
+    def _on_bit(self, index: int, new: bool) -> None:
+        if self._updating_bits:
+            return
+        self.flip_bit(index)
+
+    def flip_bit(self, index: int) -> None:
+        """Flip bit `index` (0 = most significant) of the shown code; the value box follows."""
+        bits = list(self.view.main.bits)
+        bits[index] = "1" if bits[index] == "0" else "0"
+        code = int("".join(bits), 2)
+        v = code_value(self.view.main.format, code)
+        scaled = v * self.decode_scale if math.isfinite(v) else v
+        self._flipped_code = code
+        text = value_text(scaled)
+        if text == self.value:
+            self.update()
+        else:
+            self.value = text
+
+    # -- layout -----------------------------------------------------------------------------------
+    def controls(self) -> pn.viewable.Viewable:
+        widgets: dict[str, Any] = {name: {"width": 240} for name in self.controls_order}
+        widgets["value"] = {"type": pn.widgets.TextInput, "width": 240,
+                            "placeholder": "3.3, 1e-3, -0, inf, nan, 0x1.8p3"}
+        widgets["decode_scale"] = {"type": pn.widgets.FloatInput, "width": 240}
+        return pn.Param(self.param, parameters=list(self.controls_order), widgets=widgets,
+                        show_name=False, width=250)
+
+    def __panel__(self) -> pn.viewable.Viewable:
+        left = pn.Column("### Bin explorer", self.controls(), self._alert, width=290)
+        right = pn.Column(
+            self._bits, self._formula, self._note, self._summary, self._number_line,
+            pn.Row(self._gap), self._table_note, self._table, sizing_mode="stretch_width",
+        )
+        return pn.Row(left, right, sizing_mode="stretch_width")

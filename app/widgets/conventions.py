@@ -1,0 +1,85 @@
+"""Conventions: the table of what each backend convention does at a format's edges.
+
+Rows come from `formats.conventions_table` through `app.plots.conventions` (overflow, ±Inf, NaN,
+and for E8M0 zero, negatives and the tie at 3; the E2M1 NaN row shows which conventions refuse
+it), plus the cross-check reports under gpu/reports when present. Changing the format pushes new
+columns into the existing sources.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import panel as pn
+import param
+from bokeh.models import ColumnDataSource
+from panel.io import hold
+
+import formats
+from app.plots.conventions import (
+    conventions_sources,
+    conventions_table_figure,
+    reports_table_figure,
+)
+
+
+class Conventions(pn.viewable.Viewer):
+    """What ml_dtypes, torch, Triton (NVIDIA) and the OCP reading do at a format's edges."""
+
+    format: param.Selector = param.Selector(
+        default="E4M3FN", objects=[f.name for f in formats.FLOAT_FORMATS],
+        doc="Float format whose edge cases are tabulated.")
+
+    def __init__(self, **params: Any) -> None:
+        super().__init__(**params)
+        self.error = ""
+        self.source_data = conventions_sources(self.format)
+        self.sources = {k: ColumnDataSource(data=v) for k, v in self.source_data.items()}
+        self._alert = pn.pane.Alert("", alert_type="danger", visible=False)
+        self._table = pn.pane.Bokeh(conventions_table_figure(self.sources["table"]))
+        self._reports = pn.pane.Bokeh(reports_table_figure(self.sources["reports"]))
+        self._reports_note = pn.pane.Markdown("")
+        self._descr = pn.pane.Markdown("")
+        self._show()
+        self.param.watch(self._on_change, ["format"])
+
+    def _on_change(self, *events: param.parameterized.Event) -> None:
+        self.update()
+
+    def update(self) -> bool:
+        """Served sessions need Bokeh model changes inside `pn.io.hold()` (the document lock)."""
+        with hold():
+            return self._update()
+
+    def _update(self) -> bool:
+        """Recompute; on failure show the message and keep the last table."""
+        try:
+            data = conventions_sources(self.format)
+        except (ValueError, TypeError) as exc:
+            self.error = f"Invalid input: {exc}"
+            self._alert.object = self.error
+            self._alert.visible = True
+            return False
+        self.error = ""
+        self._alert.visible = False
+        self.source_data = data
+        for k, v in data.items():
+            self.sources[k].data = v
+        self._show()
+        return True
+
+    def _show(self) -> None:
+        f = formats.get_format(self.format)
+        self._descr.object = (f"**{f.name}**: {f.description}. Each cell: the code the convention "
+                              f"writes and its value, or the error it raises.")
+        n = len(self.source_data["reports"]["file"])
+        self._reports_note.object = (
+            f"{n} cross-check report(s) under gpu/reports cover {f.name} (values tried and "
+            f"mismatches against the model, for this format)." if n else
+            "No GPU cross-check reports for this format yet (gpu/reports/ is empty here).")
+        self._reports.visible = bool(n)
+
+    def __panel__(self) -> pn.viewable.Viewable:
+        controls = pn.Param(self.param, parameters=["format"], show_name=False, width=220)
+        return pn.Column(pn.Row("### Backend conventions", controls), self._alert, self._descr,
+                         self._table, self._reports_note, self._reports, sizing_mode="stretch_width")

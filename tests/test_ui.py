@@ -1,0 +1,206 @@
+"""Browser tests: the served app in Debian's headless Chromium through Playwright.
+
+One server (`lowprec serve --no-show`) on a free port for the whole module; every request the page
+makes is intercepted and any host other than the server fails the test. Every page is opened and
+checked for console errors, page errors and traceback text; the bin explorer's controls are driven
+and the plotted data (read from the page's Bokeh document) must change; garbage in the value box
+must show the "Invalid" message and leave the page working; the URL query must reproduce a view.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import pytest
+
+pytestmark = pytest.mark.ui
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+playwright_api = pytest.importorskip("playwright.sync_api")
+if not os.path.exists(CHROMIUM):
+    pytest.skip(f"{CHROMIUM} is not installed", allow_module_level=True)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_until(condition: Any, timeout: float = 20.0, interval: float = 0.1) -> Any:
+    end = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > end:
+            raise AssertionError(f"condition not met within {timeout} s")
+        time.sleep(interval)
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[str]:
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "app.cli", "serve", "--no-show", "--port", str(port)],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+
+    def answers() -> bool:
+        if proc.poll() is not None:
+            raise AssertionError(f"server exited: {proc.stdout.read() if proc.stdout else ''}")
+        try:
+            with urllib.request.urlopen(url + "/", timeout=5) as resp:
+                return bool(resp.status == 200)
+        except OSError:
+            return False
+
+    try:
+        wait_until(answers, timeout=60, interval=0.3)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with playwright_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+class Watched:
+    """A page with every request routed through a host check and errors collected."""
+
+    def __init__(self, browser: Any, server: str) -> None:
+        self.host = urlparse(server).netloc
+        self.page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        self.outside: list[str] = []
+        self.console_errors: list[str] = []
+        self.page_errors: list[str] = []
+        self.page.route("**/*", self._route)
+        self.page.on("console", lambda m: self.console_errors.append(m.text) if m.type == "error" else None)
+        self.page.on("pageerror", lambda e: self.page_errors.append(str(e)))
+
+    def _route(self, route: Any) -> None:
+        url = route.request.url
+        parsed = urlparse(url)
+        if parsed.scheme in ("data", "blob") or parsed.netloc == self.host:
+            route.continue_()
+        else:
+            self.outside.append(url)
+            route.abort()
+
+    def open(self, url: str, idle: bool = True) -> None:
+        """Go to `url` and wait until Bokeh has rendered its views (and the network is idle)."""
+        self.page.goto(url)
+        self.page.wait_for_function(
+            "() => window.Bokeh !== undefined && Bokeh.documents.length > 0"
+            " && Bokeh.index !== undefined && Object.keys(Bokeh.index).length > 0", timeout=60000)
+        if idle:
+            self.page.wait_for_load_state("networkidle", timeout=60000)
+
+    def check_clean(self) -> None:
+        assert self.outside == [], f"requests to other hosts: {self.outside}"
+        assert self.console_errors == [], self.console_errors
+        assert self.page_errors == [], self.page_errors
+        assert "Traceback" not in self.page.content()
+
+    def url(self) -> str:
+        """The address bar now (Playwright's page.url lags behind history.replaceState)."""
+        return str(self.page.evaluate("() => window.location.href"))
+
+    def source_data(self, column: str, key: str | None = None) -> Any:
+        """Column `column` of the first ColumnDataSource in the page that has column `key`
+        (default: `column` itself), as JSON; None when there is none."""
+        return self.page.evaluate(
+            """([column, key]) => {
+                for (const doc of Bokeh.documents) {
+                    for (const m of doc.all_models) {
+                        const data = m.data;
+                        if (data === undefined || data === null || typeof data !== 'object') continue;
+                        const get = (name) => data instanceof Map ? data.get(name) : data[name];
+                        if (get(key) !== undefined && get(column) !== undefined) return Array.from(get(column));
+                    }
+                }
+                return null;
+            }""", [column, key or column])
+
+
+def _routes() -> list[str]:
+    from app.pages import routes
+
+    return [r.lstrip("/") for r in routes()]
+
+
+def test_every_page_renders_offline(server: str, browser: Any) -> None:
+    w = Watched(browser, server)
+    for route in _routes():
+        w.open(f"{server}/{route}", idle=False)
+        w.page.get_by_text("lowprec").first.wait_for(timeout=30000)
+        assert w.page.get_by_text("not available").count() == 0, route
+        w.check_clean()
+    w.page.wait_for_load_state("networkidle", timeout=60000)
+    w.check_clean()
+    w.page.close()
+
+
+def test_bin_explorer_controls_change_the_plots(server: str, browser: Any) -> None:
+    w = Watched(browser, server)
+    w.open(f"{server}/widget/BinExplorer")
+    before = w.source_data("log2_gap")
+    assert before, "gap plot data not found"
+    w.page.get_by_role("combobox").first.select_option("E5M2")
+    wait_until(lambda: w.source_data("log2_gap") != before)
+    # E5M2: subnormal plateau at 2^-16, 30 binades of 4 values
+    assert min(w.source_data("log2_gap")) == -16
+    # garbage in the value box: the message appears, the page keeps working
+    box = w.page.get_by_placeholder("3.3, 1e-3, -0, inf, nan, 0x1.8p3")
+    box.fill("not a number")
+    box.press("Enter")
+    w.page.get_by_text("Invalid input").first.wait_for(timeout=10000)
+    points = w.source_data("interval")
+    box.fill("0x1.8p3")
+    box.press("Enter")
+    wait_until(lambda: w.source_data("interval") != points)
+    wait_until(lambda: w.page.get_by_text("Invalid input").count() == 0
+               or not w.page.get_by_text("Invalid input").first.is_visible())
+    assert 12.0 in w.source_data("x")
+    wait_until(lambda: "value=0x1.8p3" in w.url() and "format=E5M2" in w.url())
+    # flip the sign bit by clicking it: 12 = 0x4A in E5M2, so the code becomes 0xCA (-12)
+    assert w.source_data("bits", "rel_error")[0] == "01001010"
+    w.page.get_by_role("button", name="0", exact=True).first.click()
+    wait_until(lambda: w.source_data("bits", "rel_error")[0] == "11001010")
+    assert -12.0 in w.source_data("x", "interval")
+    w.check_clean()
+    w.page.close()
+
+
+def test_url_reproduces_a_view(server: str, browser: Any) -> None:
+    w = Watched(browser, server)
+    w.open(f"{server}/widget/BinExplorer?format=BF16&value=-0x1.8p3&compare_format=FP16")
+    wait_until(lambda: w.source_data("format") == ["BF16", "FP16"])
+    # BF16 of -12 = -1.5 × 2^3: sign 1, exponent 3 + 127 = 130, mantissa .1000000 → 0xC140;
+    # FP16: exponent 3 + 15 = 18, mantissa 0b1000000000 → 0xCA00
+    assert w.source_data("code", "rel_error") == ["0xC140", "0xCA00"]
+    w.check_clean()
+    w.page.close()
