@@ -215,3 +215,20 @@ def test_structured_vectors_cover_midpoints() -> None:
     x = structured_inputs(F.E4M3FN)
     assert np.any(x == 464.0) and np.any(x == np.nextafter(np.float32(464), np.float32(0)))
     assert np.isnan(x).sum() >= 5 and np.any(np.isinf(x))
+
+
+# ---- the readable scalar codec against the same oracles ----------------------------------------
+
+@pytest.mark.parametrize("backend", ["ml_dtypes", "torch"])
+@pytest.mark.parametrize("name", ["E4M3FN", "E5M2", "E2M1", "E3M2", "E2M3", "E8M0", "E4M3FNUZ", "E5M2FNUZ", "BF16", "FP16"])
+def test_scalar_encode_vs_backends(backend: str, name: str) -> None:
+    if backend == "torch" and name not in TORCH:
+        pytest.skip(f"torch 2.13 has no CPU cast to {name}")
+    fmt = F.get_format(name)
+    x = structured_inputs(fmt)
+    x = x[~np.isnan(x)]  # the scalar codec takes NaN as payload-free; payload rules are the array codec's
+    x = np.random.default_rng(5).choice(x, min(x.size, 2500), replace=False)
+    want = ml_dtypes_encode(x, name) if backend == "ml_dtypes" else torch_encode(x, name)
+    pol = F.policy_for(backend, fmt)
+    got = np.array([F.encode_scalar(float(v), fmt, pol) for v in x])
+    assert np.array_equal(got, want.astype(np.int64)), _mismatch_report(x, want, got)

@@ -25,6 +25,8 @@ def _policy(fmt: F.Format, rounding: str, overflow: str = "saturate") -> F.CastP
 
 
 def _finite_floats(fmt: F.Format) -> st.SearchStrategy[float]:
+    if fmt is F.FP32:  # float64 inputs: the interesting direction for an FP32 target
+        return st.floats(-1e39, 1e39, allow_nan=False, allow_infinity=False, width=64)
     bound = float(np.float32(min(fmt.max * 4, 3.0e38)))
     return st.floats(-bound, bound, allow_nan=False, allow_infinity=False, width=32)
 
@@ -63,12 +65,13 @@ def test_stochastic_fast_and_general_paths_match_the_scalar_rule(fmt: F.Format, 
 
 
 @pytest.mark.parametrize("rounding", DETERMINISTIC)
-@pytest.mark.parametrize("fmt", SIGNED_FLOATS + [F.E8M0, F.INT8, F.INT4], ids=lambda f: f.name)
+@pytest.mark.parametrize("fmt", SIGNED_FLOATS + [F.FP32, F.E8M0, F.INT8, F.INT4], ids=lambda f: f.name)
 @settings(max_examples=60, deadline=None)
 @given(data=st.data())
 def test_monotone_idempotent_symmetric_within_one_gap(fmt: F.Format, rounding: str,
                                                       data: st.DataObject) -> None:
-    xs = np.array(data.draw(st.lists(_finite_floats(fmt), min_size=2, max_size=20)), np.float32)
+    dtype = np.float64 if fmt is F.FP32 else np.float32
+    xs = np.array(data.draw(st.lists(_finite_floats(fmt), min_size=2, max_size=20)), dtype)
     if not fmt.signed and isinstance(fmt, F.FloatFormat):  # E8M0: positive magnitudes only
         xs = np.abs(xs)
         xs = xs[xs > 0] if np.any(xs > 0) else np.array([1.0], np.float32)
@@ -83,9 +86,15 @@ def test_monotone_idempotent_symmetric_within_one_gap(fmt: F.Format, rounding: s
     q_neg = F.quantize(-xs, fmt, _policy(fmt, mirrored)).astype(np.float64)
     sym = np.abs(xs) <= fmt.max  # INT8's extra -128 breaks symmetry beyond ±max
     np.testing.assert_array_equal(q_neg[sym], -q[sym])  # sign symmetry (directed modes mirror)
+    inside = np.abs(xs) <= fmt.max
+    if fmt is F.FP32:  # 2^32 codes: the neighbours are the float32 values around x
+        for x, v in zip(xs[inside], q[inside]):
+            lo = np.float32(x) if np.float32(x) <= x else np.nextafter(np.float32(x), np.float32(-np.inf))
+            hi = np.nextafter(lo, np.float32(np.inf)) if lo != x else lo
+            assert v in (float(lo), float(hi)), f"{x} → {v} is not one of {lo}, {hi}"
+        return
     table = F.code_table(fmt)
     grid = np.unique(table.value[np.isfinite(table.value)])
-    inside = np.abs(xs) <= fmt.max
     for x, v in zip(xs[inside].astype(np.float64), q[inside]):
         i = np.searchsorted(grid, x)
         lo, hi = grid[max(i - 1, 0)], grid[min(i, grid.size - 1)]
