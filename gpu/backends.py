@@ -169,12 +169,7 @@ class TorchBackend(Backend):
         return True, ""
 
     def versions(self) -> dict[str, str]:
-        import torch
-
-        v = {"torch": str(torch.__version__), "numpy": np.__version__}
-        if self.device == "cuda":
-            v.update(_cuda_versions())
-        return v
+        return _torch_versions(on_cuda=self.device == "cuda")
 
     def encode(self, x: np.ndarray, fmt: str | Format, *, source_dtype: str = "float32",
                encode_scale: float = 1.0) -> tuple[np.ndarray, float | None]:
@@ -198,6 +193,14 @@ class TorchBackend(Backend):
             t = torch.from_numpy(c.view(np.int16))
         vals = t.to(self.device).view(getattr(torch, _TORCH_NAMES[f.name])).to(torch.float32)
         return vals.cpu().numpy().reshape(np.shape(codes))
+
+
+def _torch_versions(on_cuda: bool) -> dict[str, str]:
+    """torch and numpy versions, plus CUDA, device name and driver when `on_cuda`."""
+    import torch
+
+    v = {"torch": str(torch.__version__), "numpy": np.__version__}
+    return {**v, **_cuda_versions()} if on_cuda else v
 
 
 def _cuda_versions() -> dict[str, str]:
@@ -299,14 +302,11 @@ class TritonBackend(Backend):
         return True, ""
 
     def versions(self) -> dict[str, str]:
-        import torch
         import triton
 
-        v = {"triton": str(triton.__version__), "torch": str(torch.__version__),
-             "numpy": np.__version__, "mode": "interpreter" if self.interpret else "compiled"}
-        if not self.interpret:
-            v.update(_cuda_versions())
-        return v
+        return {"triton": str(triton.__version__),
+                "mode": "interpreter" if self.interpret else "compiled",
+                **_torch_versions(on_cuda=not self.interpret)}
 
     def encode(self, x: np.ndarray, fmt: str | Format, *, source_dtype: str = "float32",
                encode_scale: float = 1.0) -> tuple[np.ndarray, float | None]:

@@ -139,9 +139,13 @@ def _versions(backend: Backend) -> dict[str, str]:
     return v
 
 
+#: convention → the library whose casts a report of that convention records
+_LIBRARY = {"ml_dtypes": "ml_dtypes", "torch": "torch", "triton_nvidia": "triton"}
+
+
 def _headline_version(backend: Backend) -> str:
     """One line naming the library that did the casts, e.g. 'ml_dtypes 0.6.0'."""
-    lib = {"ml_dtypes": "ml_dtypes", "triton_nvidia": "triton"}.get(backend.convention, "torch")
+    lib = _LIBRARY.get(backend.convention, "torch")
     v = backend.versions()
     line = f"{lib} {v.get(lib, '?')}"
     if "device_name" in v:
@@ -223,7 +227,8 @@ def run_crosscheck(backend_name: str, formats: list[str] | None = None, *,
         raise ValueError(f"backend {backend.name!r} is not available here: {why}")
     if n_random < 0:
         raise ValueError(f"n_random must be ≥ 0, got {n_random}")
-    names = [get_format(f).name for f in formats] if formats else list(backend.supported)
+    names = list(dict.fromkeys(get_format(f).name for f in formats)) if formats else list(
+        backend.supported)
     skipped = {n: backend.unsupported.get(n, "not supported by this backend")
                for n in names if n not in backend.supported}
     if not formats:
@@ -274,16 +279,40 @@ def run_crosscheck(backend_name: str, formats: list[str] | None = None, *,
     return report
 
 
-def write_report(report: dict[str, Any], path: str | Path) -> Path:
+def check_writable(path: str | Path) -> Path:
+    """`path` as a Path if a report can be written there (parents are created); ValueError if not."""
     p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(json.dumps(report, indent=1, allow_nan=False) + "\n")
+    if p.is_dir():
+        raise ValueError(f"report path {str(p)!r} is a directory; give a file name such as "
+                         f"{str(p / 'report.json')!r}")
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ValueError(f"cannot create the folder for report {str(p)!r}: {exc.strerror}") from exc
+    return p
+
+
+def write_report(report: dict[str, Any], path: str | Path) -> Path:
+    p = check_writable(path)
+    try:
+        p.write_text(json.dumps(report, indent=1, allow_nan=False) + "\n")
+    except OSError as exc:
+        raise ValueError(f"cannot write report {str(p)!r}: {exc.strerror}") from exc
     return p
 
 
 def load_report(path: str | Path) -> dict[str, Any]:
-    report = json.loads(Path(path).read_text())
-    validate_report(report)
+    """A report read from `path` and validated; ValueError naming the file when it is not one."""
+    try:
+        report = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ValueError(f"cannot read report {str(path)!r}: {exc.strerror}") from exc
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{str(path)!r} is not a JSON cross-check report: {exc}") from exc
+    try:
+        validate_report(report)
+    except ValueError as exc:
+        raise ValueError(f"{str(path)!r} is not a valid cross-check report: {exc}") from exc
     return report
 
 
@@ -333,7 +362,17 @@ def validate_report(report: Any) -> None:
         raise ValueError(f"report schema {report['schema']!r} is not {SCHEMA!r}")
     if report["convention"] not in ("ml_dtypes", "torch", "triton_nvidia", "ocp"):
         raise ValueError(f"report convention {report['convention']!r} is unknown")
-    _dt.datetime.fromisoformat(report["date"])
+    try:
+        _dt.datetime.fromisoformat(report["date"])
+    except ValueError as exc:
+        raise ValueError(f"report date {report['date']!r} is not an ISO 8601 date") from exc
+    need = [_LIBRARY[report["convention"]]] if report["convention"] in _LIBRARY else []
+    if report["device"] == "cuda":
+        need += ["device_name", "driver", "cuda"]
+    for key in need:
+        if not isinstance(report["versions"].get(key), str):
+            raise ValueError(f"report versions lack {key!r} (a {report['device']} report of "
+                             f"convention {report['convention']} records it)")
     for i, check in enumerate(report["checks"]):
         where = f"check {i}"
         if not isinstance(check, dict) or check.get("kind") not in ("encode", "decode"):
@@ -461,14 +500,20 @@ def gemm_error_bound(abs_product: np.ndarray, k: int, *, block_k: int, acc_bits:
 
 
 def summary_lines(report: dict[str, Any]) -> list[str]:
+    if not report["oracle"]:
+        verdict = "not an oracle: its mismatches are a documented deviation, listed below"
+    else:
+        verdict = "ok" if report["ok"] else "DISAGREES"
     lines = [f"{report['backend']} vs convention {report['convention']}: "
              f"{report['total_mismatches']} mismatches in {report['total_tried']} "
-             f"({'ok' if report['ok'] else 'DISAGREES'})"]
+             f"({verdict})"]
     for c in report["checks"]:
         extra = ""
         if c["kind"] == "encode":
             extra = f" from {c['source_dtype']}" + (
                 f" ×{c['encode_scale']:.6g}" if c["encode_scale"] != 1.0 else "")
+        if "amax" in c and not c["amax"]["match"]:
+            extra += f" (amax differs: backend {c['amax']['backend']}, model {c['amax']['model']})"
         lines.append(f"  {c['kind']:6s} {c['format']:9s}{extra}: {c['mismatches']} / {c['tried']}")
     for name, why in report["skipped"].items():
         lines.append(f"  skipped {name}: {why}")
@@ -487,9 +532,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--n-random", type=int, default=REPORT_N_RANDOM)
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
-    report = run_crosscheck(args.backend, args.formats, n_random=args.n_random, seed=args.seed)
-    if args.json:
-        write_report(report, args.json)
+    try:
+        if args.json:
+            check_writable(args.json)
+        report = run_crosscheck(args.backend, args.formats, n_random=args.n_random, seed=args.seed)
+        if args.json:
+            write_report(report, args.json)
+    except (ValueError, TypeError) as exc:
+        print(f"{p.prog}: error: {exc}", file=sys.stderr)
+        return 2
     print("\n".join(summary_lines(report)))
     return 0 if report["ok"] else 1
 

@@ -4,7 +4,10 @@ Per format: every code's value, every midpoint between neighbouring values and t
 one step either side of it, overflow thresholds (max, the midpoint above it, just above), subnormal
 boundaries, ±0, ±Inf, NaNs with several payloads, float32 subnormals, and seeded random values over
 the whole range (log-uniform magnitudes, both signs). All as float32 (the dtype kernels read);
-`bf16_inputs` gives the subset exactly representable in BF16, for kernels that read BF16.
+`bf16_inputs` gives BF16 values (as float32) for kernels that read BF16: the same vectors truncated
+to BF16 and, around every value and midpoint, the BF16 neighbours one step either side. The
+generators are deterministic in (format, n_random, seed); a report stores the sha256 of the inputs
+it used (`gpu.crosscheck.inputs_sha256`) so a replay knows it regenerated the same ones.
 """
 
 from __future__ import annotations
@@ -80,8 +83,14 @@ def all_inputs(fmt: str | Format, n_random: int = 1_000_000, seed: int = 0) -> n
 
 
 def bf16_inputs(fmt: str | Format, n_random: int = 100_000, seed: int = 0) -> np.ndarray:
-    """Inputs exactly representable in BF16 (as float32), for kernels that read BF16."""
-    x = all_inputs(fmt, n_random, seed)
-    b = x.view(np.uint32)
-    keep = (b & 0xFFFF) == 0
-    return x[keep]
+    """Inputs exactly representable in BF16 (as float32), for kernels that read BF16: every
+    structured input of `fmt` truncated to BF16 and the BF16 values one step either side of it
+    (a midpoint of an 8-bit format is itself a BF16 value, so this brackets every tie by one BF16
+    step), NaN payloads with BF16 bits, and the seeded random values truncated to BF16."""
+    bf16_step = np.uint32(1 << 16)  # one unit in the last place of BF16, in float32 bits
+    trunc = structured_inputs(fmt).view(np.uint32) & np.uint32(0xFFFF0000)
+    nans = np.array([0x7FC00000, 0xFFC00000, 0x7F810000, 0xFFFF0000], np.uint32)
+    rand = random_inputs(fmt, n_random, seed).view(np.uint32) & np.uint32(0xFFFF0000)
+    # uint32 wrap-around at the ends of the bit range only produces other valid BF16 patterns
+    bits = np.concatenate([trunc, trunc - bf16_step, trunc + bf16_step, nans, rand])
+    return bits.view(np.float32)

@@ -23,17 +23,10 @@ ML_DTYPES_FORMATS = tuple(MlDtypesBackend.supported)
 TORCH_FORMATS = tuple(TorchBackend.supported)
 
 
-@pytest.mark.parametrize("fmt", ML_DTYPES_FORMATS)
-def test_ml_dtypes_matches_its_convention_on_full_vectors(fmt: str) -> None:
-    check = crosscheck.encode_check(get_backend("ml_dtypes"), fmt, n_random=FULL_N_RANDOM,
-                                    store_codes=False)
-    assert check["tried"] > FULL_N_RANDOM
-    assert check["mismatches"] == 0, check["examples"][:5]
-
-
-@pytest.mark.parametrize("fmt", TORCH_FORMATS)
-def test_torch_matches_its_convention_on_full_vectors(fmt: str) -> None:
-    check = crosscheck.encode_check(get_backend("torch"), fmt, n_random=FULL_N_RANDOM,
+@pytest.mark.parametrize("backend, fmt", [("ml_dtypes", f) for f in ML_DTYPES_FORMATS]
+                         + [("torch", f) for f in TORCH_FORMATS], ids=lambda v: str(v))
+def test_backend_matches_its_convention_on_full_vectors(backend: str, fmt: str) -> None:
+    check = crosscheck.encode_check(get_backend(backend), fmt, n_random=FULL_N_RANDOM,
                                     store_codes=False)
     assert check["tried"] > FULL_N_RANDOM
     assert check["mismatches"] == 0, check["examples"][:5]
@@ -91,8 +84,8 @@ class _LyingBackend(Backend):
         return TorchBackend().decode(codes, fmt)
 
 
-def test_disagreement_is_reported_and_fails_the_command(monkeypatch: pytest.MonkeyPatch,
-                                                        tmp_path: Any) -> None:
+def test_disagreement_is_reported_and_fails_the_command(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setattr(crosscheck, "get_backend", lambda name: _LyingBackend())
     report = crosscheck.run_crosscheck("torch", ["E4M3FN"], n_random=1000)
     enc = [c for c in report["checks"] if c["kind"] == "encode"][0]
@@ -106,6 +99,7 @@ def test_disagreement_is_reported_and_fails_the_command(monkeypatch: pytest.Monk
                        "100", "--json", str(out), "--quiet"])
     assert status == 1
     assert json.loads(out.read_text())["ok"] is False
+    assert "DISAGREES" in capsys.readouterr().out
 
 
 def test_command_succeeds_and_writes_a_valid_report(tmp_path: Any,
@@ -125,6 +119,22 @@ def test_command_rejects_bad_input(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli_main(["crosscheck", "--backend", "ml_dtypes", "--formats", "E9M9"]) == 2
     assert cli_main(["crosscheck"]) == 2
     assert "--backend is required" in capsys.readouterr().err
+
+
+def test_command_rejects_bad_paths(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    # each one line on stderr naming the path, exit 2, no traceback
+    cases = [(["--replay", str(tmp_path / "missing.json")], "cannot read report"),
+             (["--replay", __file__], "not a JSON cross-check report"),
+             (["--backend", "ml_dtypes", "--json", str(tmp_path)], "is a directory")]
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"schema": crosscheck.SCHEMA}))
+    cases.append((["--replay", str(bad)], "not a valid cross-check report: report: missing key"))
+    for args, message in cases:
+        assert cli_main(["crosscheck", *args, "--quiet"]) == 2, args
+        err = capsys.readouterr().err
+        assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert crosscheck.main(["--backend", "torch", "--formats", "E2M1"]) == 2
+    assert "FP4" in capsys.readouterr().err
 
 
 def test_get_backend_errors() -> None:
@@ -217,6 +227,20 @@ def test_random_vectors_are_seeded_and_bf16_subset_is_exact() -> None:
     with np.errstate(invalid="ignore"):
         back = b.astype(ml_dtypes.bfloat16).astype(np.float32)
     np.testing.assert_array_equal(back.view(np.uint32)[~np.isnan(b)], b.view(np.uint32)[~np.isnan(b)])
+    # every midpoint of E4M3FN needs 4 significant bits, so it is a BF16 value (8 bits); the BF16
+    # vectors hold it and the BF16 values one step (2^-7 relative at 1.0) either side
+    have = set(b.view(np.uint32).tolist())
+    vals = np.unique(np.arange(256, dtype=np.uint8).view(ml_dtypes.float8_e4m3fn)
+                     .astype(np.float64))
+    vals = vals[np.isfinite(vals)]
+    for m in (vals[:-1] + vals[1:]) / 2:
+        m16 = np.float32(m).astype(ml_dtypes.bfloat16)
+        assert float(m16) == m
+        step = np.array([-1, 0, 1], np.int64)
+        near = (int(np.float32(m).view(np.uint32)) + (step << 16)).astype(np.uint32)
+        assert set(near.tolist()) <= have, m
+    assert np.isnan(b).any() and np.isposinf(b).any() and np.isneginf(b).any()
+    assert b.size > 3 * vectors.structured_inputs("E4M3FN").size  # random values kept, truncated
 
 
 class _PartlyBrokenBackend(MlDtypesBackend):
@@ -238,3 +262,23 @@ def test_a_format_the_backend_cannot_run_is_skipped_with_its_error(
     assert "E5M2 decode" not in report["skipped"]  # its decode still ran
     assert {(c["format"], c["kind"]) for c in report["checks"]} == {
         ("E2M1", "encode"), ("E2M1", "decode"), ("E5M2", "decode")}
+
+
+class _WrongAmaxBackend(MlDtypesBackend):
+    """ml_dtypes casts, with an amax that misses the largest magnitude (as a kernel with a bad
+    reduction would)."""
+
+    def encode(self, x: np.ndarray, fmt: Any, *, source_dtype: str = "float32",
+               encode_scale: float = 1.0) -> tuple[np.ndarray, float | None]:
+        codes, _ = super().encode(x, fmt, source_dtype=source_dtype, encode_scale=encode_scale)
+        return codes, float(np.abs(x[:10]).max())
+
+
+def test_a_wrong_amax_fails_the_report(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(crosscheck, "get_backend", lambda name: _WrongAmaxBackend())
+    report = crosscheck.run_crosscheck("ml_dtypes", ["E4M3FN"], n_random=100)
+    enc = next(c for c in report["checks"] if c["kind"] == "encode")
+    assert enc["mismatches"] == 0 and enc["amax"]["match"] is False
+    # the vectors hold ±Inf, so the true amax is Inf
+    assert enc["amax"]["model"] == "inf" and not report["ok"]
+    assert "amax differs" in "\n".join(crosscheck.summary_lines(report))

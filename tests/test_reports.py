@@ -75,6 +75,27 @@ def test_contradicting_evidence_is_caught() -> None:
     assert len(problems) == 1 and "E4M3FN" in problems[0] and "1 of" in problems[0]
 
 
+@pytest.mark.parametrize("change", [{"rounding": "nearest_away"}, {"overflow": "nonfinite"},
+                                    {"subnormals": "flush"}], ids=lambda c: next(iter(c)))
+def test_a_model_change_that_contradicts_the_evidence_is_caught(
+        monkeypatch: pytest.MonkeyPatch, change: dict[str, str]) -> None:
+    # today's torch convention, altered in one rule, replayed against torch's recorded E4M3FN codes:
+    # ties (1.0625 → 1 or 1.125), overflow (465 → 448 or NaN) and subnormals (2^-9 → 2^-9 or 0)
+    # all occur in the vectors, so each alteration must contradict the recorded output
+    report = _load(crosscheck.REPORT_DIR / "torch.json")
+    check = _first_encode(report)
+    real_policy_for = crosscheck.policy_for
+
+    def altered(convention: str, fmt: Any) -> Any:
+        policy = real_policy_for(convention, fmt)
+        return policy.with_(**change) if str(fmt).upper() == "E4M3FN" else policy
+
+    monkeypatch.setattr(crosscheck, "policy_for", altered)
+    assert crosscheck.replay_check(check)["mismatches"] > 0
+    problems = crosscheck.replay_problems(report)
+    assert problems and all("encode E4M3FN" in p for p in problems)
+
+
 def test_contradicting_decode_evidence_is_caught() -> None:
     bad = copy.deepcopy(_load(crosscheck.REPORT_DIR / "ml_dtypes.json"))
     check = next(c for c in bad["checks"] if c["kind"] == "decode" and c["format"] == "E5M2")
@@ -104,6 +125,9 @@ def test_non_oracle_reports_never_fail_on_mismatches() -> None:
 
 @pytest.mark.parametrize("mutation, message", [
     (lambda r: r.pop("versions"), "versions"),
+    (lambda r: r["versions"].pop("ml_dtypes"), "versions lack 'ml_dtypes'"),
+    (lambda r: r.update(device="cuda"), "versions lack 'device_name'"),
+    (lambda r: r.update(date="yesterday"), "date"),
     (lambda r: r.update(schema="lowprec.crosscheck/0"), "schema"),
     (lambda r: r.update(oracle="yes"), "oracle"),
     (lambda r: r.update(convention="numpy"), "convention"),

@@ -49,6 +49,8 @@ def run(args: argparse.Namespace) -> int:
     if not args.backend:
         raise ValueError(f"--backend is required (one of {', '.join(backend_names())}) unless "
                          "--replay is given")
+    if args.json:
+        crosscheck.check_writable(args.json)  # before a long run, not after it
     bar = ProgressBar(f"crosscheck {args.backend}", quiet=args.quiet)
     try:
         report = crosscheck.run_crosscheck(args.backend, args.formats, n_random=args.n_random,
