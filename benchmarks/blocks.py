@@ -9,24 +9,15 @@ the step is dominated by the cast) and against ml_dtypes. Each figure is the bes
 
 from __future__ import annotations
 
-import time
-from typing import Any, Callable
+from typing import Any
 
 import ml_dtypes
 import numpy as np
 
 import formats as F
+from benchmarks._timing import best_of
 from simulations.blocks import quantize_mx, quantize_nvfp4
 from simulations.delayed import DelayedScaler
-
-
-def _best(fn: Callable[[], Any], repeats: int) -> float:
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
 
 
 def run(quick: bool = False) -> dict[str, Any]:
@@ -34,9 +25,9 @@ def run(quick: bool = False) -> dict[str, Any]:
     repeats = 5 if quick else 20
     x = np.random.default_rng(0).standard_normal(n).astype(np.float32).reshape(-1, 4096)
     res: dict[str, Any] = {"n": n, "repeats": repeats}
-    t_md = _best(lambda: x.astype(ml_dtypes.float8_e4m3fn), repeats)
-    t_mx = _best(lambda: quantize_mx(x, "E4M3FN", 32), repeats)
-    t_nv = _best(lambda: quantize_nvfp4(x), repeats)
+    t_md = best_of(lambda: x.astype(ml_dtypes.float8_e4m3fn), repeats)
+    t_mx = best_of(lambda: quantize_mx(x, "E4M3FN", 32), repeats)
+    t_nv = best_of(lambda: quantize_nvfp4(x), repeats)
     res["ml_dtypes_E4M3FN_cast_ns_per_el"] = round(t_md / n * 1e9, 3)
     res["mxfp8_quantize_ns_per_el"] = round(t_mx / n * 1e9, 3)
     res["mxfp8_vs_ml_dtypes_cast_ratio"] = round(t_md / t_mx, 2)  # target ≥ 1.0
@@ -46,9 +37,9 @@ def run(quick: bool = False) -> dict[str, Any]:
     pol = F.policy_for("ocp", F.E4M3FN)
     scaler = DelayedScaler(F.E4M3FN, 16, "max", 0, pol)
     step_repeats = repeats * 10
-    t_step = _best(lambda: scaler.quantize(y), step_repeats)
-    t_cast = _best(lambda: F.encode(y, F.E4M3FN, pol), step_repeats)
-    t_md1 = _best(lambda: y.astype(ml_dtypes.float8_e4m3fn), step_repeats)
+    t_step = best_of(lambda: scaler.quantize(y), step_repeats)
+    t_cast = best_of(lambda: F.encode(y, F.E4M3FN, pol), step_repeats)
+    t_md1 = best_of(lambda: y.astype(ml_dtypes.float8_e4m3fn), step_repeats)
     res["delayed_step_1M_us"] = round(t_step * 1e6, 1)
     res["delayed_step_over_plain_cast"] = round(t_step / t_cast, 2)  # target ≤ 1.3
     res["delayed_step_over_ml_dtypes_cast"] = round(t_step / t_md1, 2)

@@ -21,8 +21,6 @@ row-mass error is ΣP̃ − ΣP, i.e. ΣP̃ − 1 on ordinary rows.
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -31,6 +29,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from formats import CastPolicy, FloatFormat, IntFormat, Overflow, Rounding, decode, encode, get_format
+
+from ._io import ArgumentParser, error_exit, write_json
 
 ROUNDINGS = ("nearest_even", "stochastic")
 SCALES = ("none", "row")
@@ -502,7 +502,7 @@ def attention_product_example(probs: Sequence[str] = ("0.6", "0.3", "0.1"),
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m simulations.attention",
+    parser = ArgumentParser(prog="python -m simulations.attention",
                                      description="Attention-probability rounding; writes JSON.")
     parser.add_argument("--format", default="E4M3FN")
     parser.add_argument("--rounding", default="nearest_even", choices=ROUNDINGS)
@@ -527,14 +527,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                                     v_format=args.v_format, renormalize=args.renormalize,
                                     seed=args.seed)
     except (ValueError, TypeError) as exc:
-        print(f"simulations.attention: error: {exc}", file=sys.stderr)
-        return 2
-    text = json.dumps(result.to_dict())
+        return error_exit(parser.prog, exc)
     if args.json:
-        with open(args.json, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        write_json(result.to_dict(), args.json, indent=None)
     else:
-        print(json.dumps(result.summary(), indent=2))
+        write_json(result.summary(), None, indent=2)
     return 0
 
 

@@ -26,11 +26,8 @@ FP32 tensor scale amortised, 32 / n.
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
 import os
-import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -42,6 +39,7 @@ import numpy as np
 import formats
 from formats import CastPolicy, FloatFormat
 
+from ._io import ArgumentParser, add_json_argument, run_main
 from .scaling import Granularity, error_metrics, _json_float, _json_list
 
 ProgressFn = Callable[[int, int], None]
@@ -543,8 +541,9 @@ def blocks_study(
 ) -> BlocksStudy:
     """MX (each element format × scale rule, block 32) and NVFP4 (1×16, 16×16) on one tensor."""
     shp = tuple(int(s) for s in shape)
-    if len(shp) != 2 or shp[0] % 16 or shp[1] % 32:
-        raise ValueError(f"blocks study needs a 2-D shape with rows divisible by 16 and columns by 32, got {shape!r}")
+    if len(shp) != 2 or min(shp) < 1 or shp[0] % 16 or shp[1] % 32:
+        raise ValueError(f"blocks study needs a 2-D shape with rows a positive multiple of 16 and columns a positive "
+                         f"multiple of 32, got {shape!r}")
     for r in scale_rules:
         _rule(r)
     x = _sample(distribution, shp, seed)
@@ -579,24 +578,13 @@ def blocks_study(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m simulations.blocks", description="block-format study → JSON")
+    p = ArgumentParser(prog="python -m simulations.blocks", description="block-format study → JSON")
     p.add_argument("--rows", type=int, default=64)
     p.add_argument("--cols", type=int, default=256)
     p.add_argument("--distribution", default="student_t", choices=DISTRIBUTIONS)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--json", metavar="OUT", help="write JSON here (default: stdout)")
-    args = p.parse_args(argv)
-    try:
-        res = blocks_study((args.rows, args.cols), args.distribution, args.seed)
-    except (ValueError, TypeError) as exc:
-        p.error(str(exc))
-    text = json.dumps(res.to_dict(), indent=1)
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as fh:
-            fh.write(text)
-    else:
-        sys.stdout.write(text + "\n")
-    return 0
+    add_json_argument(p)
+    return run_main(p, argv, lambda a: blocks_study((a.rows, a.cols), a.distribution, a.seed))
 
 
 if __name__ == "__main__":

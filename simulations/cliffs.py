@@ -17,8 +17,6 @@ x̂ = (q − z)·s, with gradient 1 where round(x / s) + z lies in [qmin, qmax] 
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
 import sys
 from dataclasses import asdict, dataclass
@@ -27,6 +25,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from formats import CastPolicy, FloatFormat, Overflow, code_table, decode, encode, get_format
+
+from ._io import ArgumentParser, write_json
 
 # ------------------------------------------------------------------------------------------------
 # correctly rounded arithmetic in a format
@@ -515,16 +515,11 @@ def all_cliffs() -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m simulations.cliffs",
+    parser = ArgumentParser(prog="python -m simulations.cliffs",
                                      description="Precision cliffs; writes JSON.")
     parser.add_argument("--json", metavar="OUT", help="output file (default: stdout)")
     args = parser.parse_args(argv)
-    text = json.dumps(all_cliffs(), indent=1)
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as fh:
-            fh.write(text)
-    else:
-        print(text)
+    write_json(all_cliffs(), args.json)
     return 0
 
 

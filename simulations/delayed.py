@@ -23,9 +23,7 @@ from __future__ import annotations
 import argparse
 import csv
 import io
-import json
 import math
-import sys
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
@@ -35,6 +33,7 @@ import numpy as np
 import formats
 from formats import CastPolicy, Format
 
+from ._io import ArgumentParser, add_json_argument, run_main, write_text
 from .scaling import _json_float, clips
 
 ProgressFn = Callable[[int, int], None]
@@ -97,6 +96,9 @@ class CastOutput:
 class _Scaler:
     def __init__(self, fmt: str | Format, margin: int = 0, policy: CastPolicy | None = None) -> None:
         self.fmt = formats.get_format(fmt)
+        if not self.fmt.signed:
+            raise ValueError(f"format {self.fmt.name} is unsigned and cannot hold signed tensors; "
+                             "use a signed format such as E4M3FN, E5M2, E2M1, INT8")
         if isinstance(margin, bool) or not isinstance(margin, (int, np.integer)):
             raise TypeError(f"margin must be an integer number of binades, got {margin!r}")
         if margin < 0:
@@ -368,7 +370,7 @@ def simulate_stream(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m simulations.delayed",
+    p = ArgumentParser(prog="python -m simulations.delayed",
                                 description="delayed vs current scaling over a tensor stream → JSON/CSV")
     p.add_argument("--format", default="E4M3FN")
     p.add_argument("--history", type=int, default=16)
@@ -380,24 +382,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--stream", default="spike", choices=STREAM_KINDS)
     p.add_argument("--size", type=int, default=4096)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--json", metavar="OUT", help="write JSON here (default: stdout)")
+    add_json_argument(p)
     p.add_argument("--csv", metavar="OUT", help="also write per-step CSV")
-    args = p.parse_args(argv)
-    try:
-        res = simulate_stream(args.format, args.history, args.algo, args.margin, args.steps, args.spike_step,
-                              args.spike, args.seed, stream=args.stream, size=args.size)
-    except (ValueError, TypeError) as exc:
-        p.error(str(exc))
-    text = json.dumps(res.to_dict(), indent=1)
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as fh:
-            fh.write(text)
-    else:
-        sys.stdout.write(text + "\n")
-    if args.csv:
-        with open(args.csv, "w", encoding="utf-8", newline="") as fh:
-            fh.write(res.csv_text())
-    return 0
+
+    def compute(a: argparse.Namespace) -> StreamResult:
+        res = simulate_stream(a.format, a.history, a.algo, a.margin, a.steps, a.spike_step, a.spike, a.seed,
+                              stream=a.stream, size=a.size)
+        if a.csv:
+            write_text(res.csv_text(), a.csv)
+        return res
+
+    return run_main(p, argv, compute)
 
 
 if __name__ == "__main__":

@@ -13,10 +13,8 @@ its own `EXAMPLES` to the registry.
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import importlib.util
-import json
 import math
 import sys
 from dataclasses import dataclass, field
@@ -39,6 +37,8 @@ from formats import (
     encode,
     policy_for,
 )
+
+from ._io import ArgumentParser, write_json
 
 Value = float | int | str | list[Any] | bool
 
@@ -535,7 +535,7 @@ def _delayed_spike() -> Example:
     return Example(
         "delayed_spike", "A spike under delayed scaling",
         "simulations.delayed.simulate_stream: E4M3FN, amax history 16 (max), the whole tensor × 50 "
-        "at step 100, seed 0; clipped fraction = |x · scale| > 448",
+        "at step 100, seed 0; clipped fraction = |x · scale| > 464, the top of 448's rounding bin",
         values, units, "clipped_at_spike_delayed_percent",
         digits={"clipped_at_spike_delayed": 3, "clipped_at_spike_current": 3,
                 "rms_rel_error_at_spike_delayed": 3, "rms_rel_error_at_spike_current": 3,
@@ -567,14 +567,13 @@ else:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m simulations.examples",
+    parser = ArgumentParser(prog="python -m simulations.examples",
                                      description="List the worked examples; writes JSON.")
     parser.add_argument("--json", metavar="OUT", help="output file (default: a text listing on stdout)")
     args = parser.parse_args(argv)
     examples = list_examples()
     if args.json:
-        with open(args.json, "w", encoding="utf-8") as fh:
-            json.dump([e.to_dict() for e in examples], fh, indent=1)
+        write_json([e.to_dict() for e in examples], args.json)
     else:
         for e in examples:
             print(f"{e.name}: {e.format()}")

@@ -18,6 +18,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ._io import ArgumentParser, add_json_argument, run_main
 from .blocks import quantize_mx, quantize_nvfp4
 from .scaling import error_metrics
 
@@ -90,6 +91,10 @@ def hadamard_study(shape: Sequence[int] = (64, 256), outlier: float = 100.0, see
                    signs: Sequence[float] | None = None) -> HadamardStudy:
     """A (M × K) Gaussian with one outlier per row, B (K × N) Gaussian; RHT along K in blocks of 16."""
     m, k = (int(s) for s in shape)
+    if m < 1 or k < 1:
+        raise ValueError(f"shape must be two positive sizes (rows, K), got {tuple(shape)!r}")
+    if not math.isfinite(outlier):
+        raise ValueError(f"outlier must be finite, got {outlier!r}")
     if k % 32:
         raise ValueError(f"the inner dimension {k} must be a multiple of 32 (MXFP4 blocks)")
     rng = np.random.default_rng(seed)
@@ -120,3 +125,18 @@ def hadamard_study(shape: Sequence[int] = (64, 256), outlier: float = 100.0, see
         diff, _crest(a, RHT_BLOCK, outlier_blocks), _crest(a_h, RHT_BLOCK, outlier_blocks),
         err(nv0), err(nv1), err(mx0), err(mx1),
     )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = ArgumentParser(prog="python -m simulations.hadamard",
+                                description="random Hadamard transform study (blocks of 16) → JSON")
+    p.add_argument("--rows", type=int, default=64)
+    p.add_argument("--cols", type=int, default=256, help="inner dimension K (a multiple of 32)")
+    p.add_argument("--outlier", type=float, default=100.0, help="the outlier's value (one per row)")
+    p.add_argument("--seed", type=int, default=0)
+    add_json_argument(p)
+    return run_main(p, argv, lambda a: hadamard_study((a.rows, a.cols), a.outlier, a.seed))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

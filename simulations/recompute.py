@@ -21,21 +21,23 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import hashlib
-import json
 import math
 import sys
 import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, ParamSpec, Sequence, TypeVar
 
 import numpy as np
 import torch
 from torch.utils.checkpoint import CheckpointError, checkpoint, set_checkpoint_early_stop
 
 from formats import BF16, CastPolicy, FloatFormat, Overflow, Rounding, decode, encode, get_format
+
+from ._io import ArgumentParser, error_exit, write_json, write_text
 
 VARIANTS: dict[str, str] = {
     "fixed": "per-layer state; the true forward freezes a snapshot before advancing the live state "
@@ -598,8 +600,12 @@ class RecomputeResult:
                     f"{self.failure['message']}")
         n_rec = int(self.recomputed.sum())
         unpaired = int(np.sum(~self.paired_forward[: self.steps_run]))
-        tail = (f"; consumer descale not paired with the codes in {unpaired} of "
-                f"{self.steps_run * self.recomputed.shape[1]} forward calls" if unpaired else "")
+        calls = self.steps_run * self.recomputed.shape[1]
+        foreign = int(np.sum(self.contaminated("forward")[: self.steps_run]))
+        tail = (f"; consumer descale not paired with the codes in {unpaired} of {calls} forward calls"
+                if unpaired else "")
+        tail += (f"; scale sized from another layer's amax in {foreign} of {calls} forward calls"
+                 if foreign else "")
         if n_rec == 0:
             return "no recompute (checkpointing off)" + tail
         bad = self.recomputed & ~self.bitwise_equal
@@ -711,6 +717,28 @@ def resolve_format(fmt: str | FloatFormat) -> FloatFormat:
     return f
 
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _one_torch_thread(fn: Callable[P, R]) -> Callable[P, R]:
+    """Run `fn` with torch's intra-op thread pool set to one thread, restored afterwards. The
+    networks are tiny (width 64): with more threads the pool's hand-offs cost 10-25x under load,
+    and one thread also makes the float results independent of the machine's core count."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        previous = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            torch.set_num_threads(previous)
+
+    return wrapper
+
+
+@_one_torch_thread
 def run_recompute(variant: str = "fixed", layers: int = 4, width: int = 64, steps: int = 20,
                   seed: int = 0, fmt: str | FloatFormat = "E4M3FN", *, batch: int = 16,
                   checkpointing: bool = True, history_len: int = 16, amax_algo: str = "max",
@@ -976,12 +1004,8 @@ def run_from_args(args: argparse.Namespace,
 
 def write_outputs(result: RecomputeResult, json_path: str | None, csv_path: str | None) -> None:
     """JSON to `json_path` (stdout when None and no CSV is asked) and the per-cell CSV."""
-    text = json.dumps(result.to_dict(), indent=1, allow_nan=False)
-    if json_path:
-        with open(json_path, "w", encoding="utf-8") as fh:
-            fh.write(text)
-    elif not csv_path:
-        sys.stdout.write(text + "\n")
+    if json_path or not csv_path:
+        write_json(result.to_dict(), json_path)
     if csv_path:
         cols = [n for n in _LAYER_ARRAYS]
         lines = [",".join(["step", "layer", *cols])]
@@ -992,20 +1016,18 @@ def write_outputs(result: RecomputeResult, json_path: str | None, csv_path: str 
                     v = getattr(result, n)[t, i]
                     cells.append("" if isinstance(v, float) and not math.isfinite(v) else str(v))
                 lines.append(",".join([str(t), str(i), *cells]))
-        with open(csv_path, "w", encoding="utf-8") as fh:
-            fh.write("\n".join(lines) + "\n")
+        write_text("\n".join(lines) + "\n", csv_path)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m simulations.recompute",
+    p = ArgumentParser(prog="python -m simulations.recompute",
                                 description="Recompute divergence under activation checkpointing.")
     add_arguments(p)
     args = p.parse_args(argv)
     try:
         result = run_from_args(args)
     except (ValueError, TypeError) as exc:
-        print(f"recompute: error: {exc}", file=sys.stderr)
-        return 2
+        return error_exit(p.prog, exc)
     write_outputs(result, args.json, args.csv)
     print(result.verdict(), file=sys.stderr)
     return 0

@@ -22,10 +22,7 @@ scaling, margin); OCP Microscaling Formats v1.0 §6 (block scaling).
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
-import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Callable, Sequence
@@ -34,6 +31,8 @@ import numpy as np
 
 import formats
 from formats import CastPolicy, Format, FloatFormat
+
+from ._io import ArgumentParser, add_json_argument, run_main
 
 ProgressFn = Callable[[int, int], None]
 
@@ -765,7 +764,7 @@ def run_grouping(study: str, fmt: str = "E4M3FN", rows: int = 64, cols: int = 64
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m simulations.scaling", description="grouping studies → JSON")
+    p = ArgumentParser(prog="python -m simulations.scaling", description="grouping studies → JSON")
     p.add_argument("--study", default="outlier", choices=("outlier", "scale_choice", "transpose"))
     p.add_argument("--format", default="E4M3FN")
     p.add_argument("--rows", type=int, default=64)
@@ -773,19 +772,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--outlier", type=float, default=1000.0)
     p.add_argument("--block", type=int, default=32)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--json", metavar="OUT", help="write JSON here (default: stdout)")
-    args = p.parse_args(argv)
-    try:
-        res = run_grouping(args.study, args.format, args.rows, args.cols, args.outlier, args.block, args.seed)
-    except (ValueError, TypeError) as exc:
-        p.error(str(exc))
-    text = json.dumps(res.to_dict(), indent=1)
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as fh:
-            fh.write(text)
-    else:
-        sys.stdout.write(text + "\n")
-    return 0
+    add_json_argument(p)
+    return run_main(p, argv, lambda a: run_grouping(a.study, a.format, a.rows, a.cols, a.outlier, a.block, a.seed))
 
 
 if __name__ == "__main__":

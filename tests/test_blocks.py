@@ -280,6 +280,12 @@ def test_nvfp4_bad_input() -> None:
         B.quantize_nvfp4(np.zeros((16, 24), np.float32), block_2d=True)
 
 
+@pytest.mark.parametrize("shape", [(15, 32), (16, 33), (-16, 32), (0, 32), (16, 32, 1)])
+def test_blocks_study_bad_shape(shape: tuple) -> None:
+    with pytest.raises(ValueError, match="multiple of 16"):
+        B.blocks_study(shape)
+
+
 def test_blocks_study_json() -> None:
     import json
 

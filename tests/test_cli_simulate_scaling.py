@@ -61,7 +61,10 @@ def test_grouping_and_blocks(tmp_path: Path) -> None:
     (["simulate", "spike", "--margin", "-1", "--quiet"], "margin"),
     (["simulate", "spike", "--format", "E9M9", "--quiet"], "E9M9"),
     (["simulate", "grouping", "--granularities", "tensor,block7", "--quiet"], "block size 7"),
-    (["simulate", "blocks", "--rows", "10", "--quiet"], "divisible"),
+    (["simulate", "blocks", "--rows", "10", "--quiet"], "multiple of 16"),
+    (["simulate", "blocks", "--rows", "-16", "--quiet"], "rows a positive multiple of 16"),
+    (["simulate", "spike", "--format", "E8M0", "--quiet"], "E8M0 is unsigned"),
+    (["simulate", "grouping", "--study", "transpose", "--block", "7", "--quiet"], "block size 7"),
     (["simulate", "grouping", "--study", "hadamard", "--html", "x.html", "--quiet"], "--html is available"),
 ])
 def test_bad_arguments(argv: list[str], words: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -70,11 +73,25 @@ def test_bad_arguments(argv: list[str], words: str, capsys: pytest.CaptureFixtur
     assert err.startswith("lowprec: error:") and words in err
 
 
-def test_bad_algo_is_an_argparse_error(capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize("argv, words", [
+    (["simulate", "spike", "--algo", "mean"], "'max', 'most_recent'"),
+    (["simulate", "spike", "--steps", "abc"], "invalid int value: 'abc'"),
+    (["simulate", "grouping", "--study", "diagonal"], "invalid choice: 'diagonal'"),
+    (["simulate", "blocks", "--distribution", "cauchy"], "invalid choice: 'cauchy'"),
+])
+def test_bad_choice_is_one_line(argv: list[str], words: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exc:
-        main(["simulate", "spike", "--algo", "mean"])
+        main(argv)
     assert exc.value.code == 2
-    assert "most_recent" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "usage:" not in err  # one line, no usage dump
+    assert err.startswith(f"lowprec simulate {argv[1]}: error:") and words in err
+
+
+def test_json_to_stdout(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", "spike", "--steps", "4", "--spike-step", "2", "--size", "64", "--json", "-"]) == 0
+    d = json.loads(capsys.readouterr().out)  # stdout is the JSON alone: no summary line mixed in
+    assert len(d["steps"]) == 4
 
 
 def test_python_m_simulations(tmp_path: Path) -> None:
@@ -89,6 +106,12 @@ def test_python_m_simulations(tmp_path: Path) -> None:
     assert blocks.main(["--rows", "16", "--cols", "32", "--json", str(tmp_path / "b.json")]) == 0
     assert scaling.main(["--study", "transpose", "--rows", "32", "--cols", "32", "--json", str(tmp_path / "t.json")]) == 0
     assert json.loads((tmp_path / "b.json").read_text())["study"] == "blocks"
+    from simulations import hadamard
+
+    assert hadamard.main(["--rows", "4", "--cols", "32", "--json", str(tmp_path / "h.json")]) == 0
+    assert json.loads((tmp_path / "h.json").read_text())["study"] == "hadamard"
+    assert blocks.main(["--rows", "15", "--json", str(tmp_path / "x.json")]) == 2  # one error line
+    assert not (tmp_path / "x.json").exists()
 
 
 class _FakeTTY(io.StringIO):

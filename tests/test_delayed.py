@@ -133,6 +133,7 @@ def test_streams() -> None:
     ({"steps": 0}, ValueError, "steps"),
     ({"spike": -3.0}, ValueError, "spike"),
     ({"fmt": "E9M9"}, ValueError, "E9M9"),
+    ({"fmt": "E8M0"}, ValueError, "E8M0 is unsigned"),
 ])
 def test_bad_input(kwargs: dict, exc: type, match: str) -> None:
     args: dict[str, Any] = {"steps": 10, "spike_step": 5, "size": 64}

@@ -239,6 +239,18 @@ def test_delayed_spike_is_consistent() -> None:
     assert v["clipped_at_spike_delayed"] > 0.5 > v["clipped_at_spike_current"]
     # TE semantics: under `max`, the spike's amax sizes the scale for exactly history_len steps
     assert v["reduced_steps"] == v["history_len"]
+    # the quoted number itself, recomputed from the same seeded tensors with the recipe written out:
+    # scale at the spike = float32(448 / max(amax of the 16 steps before)); E4M3FN saturates beyond
+    # 464 (448 + half its gap of 32; the tie 464 rounds to 448's even code)
+    from simulations.delayed import TensorStream
+
+    h, t = int(v["history_len"]), int(v["spike_step"])
+    stream = TensorStream("spike", 4096, 1.0, t, float(v["spike"]), "tensor", seed=0)
+    window = max(float(np.abs(stream.tensor(k)).max()) for k in range(t - h, t))
+    x = stream.tensor(t)
+    scaled = x * np.float32(np.float32(448.0) / np.float32(window))
+    assert v["clipped_at_spike_delayed"] == np.count_nonzero(np.abs(scaled) > 464.0) / x.size
+    assert v["clipped_at_spike_current"] == 0.0
 
 
 def test_bf16_update_stall() -> None:

@@ -9,7 +9,6 @@ bit patterns.
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -311,6 +310,12 @@ def test_shared_state_snapshot_preserves_the_wrong_owner() -> None:
     r = run("shared-state-snapshot")
     assert r.bitwise_equal.all()  # forward and recompute agree ...
     assert r.contaminated("forward")[:, 1:].all()  # ... on a scale that is another layer's
+    layers = r.recomputed.shape[1]
+    steps = r.recomputed.shape[0]
+    foreign = int(r.contaminated("forward").sum())
+    assert foreign >= steps * (layers - 1)
+    assert r.verdict() == (f"bitwise identical in all {steps * layers} activations; scale sized from "
+                           f"another layer's amax in {foreign} of {steps * layers} forward calls")
 
 
 def test_stale_centre_additive_error_comparable_to_the_data() -> None:
@@ -462,3 +467,19 @@ def test_plot_sources_are_column_data() -> None:
     assert len(cells["step"]) == 8 * 4 and len(set(map(len, cells.values()))) == 1
     assert len(src["steps"]["step"]) == 8
     assert recompute_figure(r) is not None
+
+
+def test_runs_on_one_torch_thread_and_restores_the_pool() -> None:
+    """The simulation pins torch to one intra-op thread while it runs (tiny GEMMs; also makes the
+    floats independent of the core count) and gives the caller's setting back, even on error."""
+    seen: list[int] = []
+    torch.set_num_threads(2)
+    r = rc.run_recompute("fixed", layers=2, width=8, steps=2, batch=4,
+                         progress=lambda done, total: seen.append(torch.get_num_threads()))
+    assert seen == [1, 1] and torch.get_num_threads() == 2
+    with pytest.raises(ValueError):
+        rc.run_recompute("nope")
+    assert torch.get_num_threads() == 2
+    again = rc.run_recompute("fixed", layers=2, width=8, steps=2, batch=4)
+    for a, b in zip(r.final_weights, again.final_weights):  # deterministic for a seed
+        np.testing.assert_array_equal(bits(a), bits(b))

@@ -4,12 +4,11 @@ optional standalone HTML plots (app.plots.attention)."""
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 from simulations.attention import MASKS, ROUNDINGS, SCALES, simulate_attention
 
-from .progress import ProgressBar
+from .sim_common import add_output_arguments, print_summary, run_with_progress, write_result_json
 
 
 def register(sims: Any) -> None:
@@ -27,32 +26,24 @@ def register(sims: Any) -> None:
     p.add_argument("--v-format", default=None, help="also round V (nearest-even) in this format")
     p.add_argument("--renormalize", action="store_true", help="also measure renormalised rows")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--json", metavar="OUT", help="write the full result as JSON")
-    p.add_argument("--html", metavar="OUT", help="write standalone HTML plots")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_output_arguments(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    bar = ProgressBar("attention", quiet=args.quiet)
-    try:
-        result = simulate_attention(
-            args.seq, args.head_dim, args.format, args.rounding, scale=args.scale, trials=args.trials,
-            temperature=args.temperature, v_outlier_fraction=args.v_outlier_fraction,
-            v_outlier_scale=args.v_outlier_scale, mask=args.mask, v_format=args.v_format,
-            renormalize=args.renormalize, seed=args.seed, progress=bar)
-    finally:
-        bar.close()
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as fh:
-            json.dump(result.to_dict(), fh, allow_nan=False)
+    result = run_with_progress("attention", args.quiet, lambda bar: simulate_attention(
+        args.seq, args.head_dim, args.format, args.rounding, scale=args.scale, trials=args.trials,
+        temperature=args.temperature, v_outlier_fraction=args.v_outlier_fraction,
+        v_outlier_scale=args.v_outlier_scale, mask=args.mask, v_format=args.v_format,
+        renormalize=args.renormalize, seed=args.seed, progress=bar))
+    write_result_json(result.to_dict(), args.json)
     if args.html:
         from app.plots.attention import attention_layout
         from app.plots.html import save_standalone
 
         save_standalone(attention_layout(result), args.html,
                         f"Attention rounding: {result.config['format']}, {result.config['rounding']}")
-    if not args.quiet:
+    if print_summary(args):
         for key, value in result.summary().items():
             print(f"{key}: {value:.6g}")
     return 0

@@ -5,13 +5,14 @@ granularities, fixed vs amax scale, transposed re-quantization) and the Hadamard
 from __future__ import annotations
 
 import argparse
-import json
+import math
 from typing import Any
 
 from simulations.hadamard import hadamard_study
 from simulations.scaling import DEFAULT_GRANULARITIES, parse_granularity, run_grouping
 
-from .progress import ProgressBar
+from .progress import ProgressFn
+from .sim_common import add_output_arguments, print_summary, run_with_progress, write_result_json
 
 STUDIES = ("outlier", "scale_choice", "transpose", "hadamard")
 
@@ -27,9 +28,7 @@ def register(sims: Any) -> None:
     p.add_argument("--granularities", default=",".join(DEFAULT_GRANULARITIES),
                    help="comma-separated: tensor,row,column,block32,block32@0,block16x16")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--json", metavar="OUT", help="write the result as JSON")
-    p.add_argument("--html", metavar="OUT", help="write standalone HTML plots (outlier, scale_choice)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_output_arguments(p, html_help="write standalone HTML plots (outlier, scale_choice)")
     p.set_defaults(func=run)
 
 
@@ -42,18 +41,15 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"--{name} must be at least 1, got {getattr(args, name)}")
     if args.html and args.study not in ("outlier", "scale_choice"):
         raise ValueError(f"--html is available for the outlier and scale_choice studies, not {args.study!r}")
-    bar = ProgressBar("grouping", quiet=args.quiet)
-    try:
+
+    def compute(bar: ProgressFn) -> Any:
         if args.study == "hadamard":
-            result: Any = hadamard_study((args.rows, args.cols), args.outlier, args.seed)
-        else:
-            result = run_grouping(args.study, args.format, args.rows, args.cols, args.outlier, args.block,
-                                  args.seed, grans, progress=bar)
-    finally:
-        bar.close()
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as fh:
-            json.dump(result.to_dict(), fh)
+            return hadamard_study((args.rows, args.cols), args.outlier, args.seed)
+        return run_grouping(args.study, args.format, args.rows, args.cols, args.outlier, args.block,
+                            args.seed, grans, progress=bar)
+
+    result = run_with_progress("grouping", args.quiet, compute)
+    write_result_json(result.to_dict(), args.json)
     if args.html:
         from app.plots import grouping as gp
         from app.plots.html import save_standalone
@@ -63,9 +59,11 @@ def run(args: argparse.Namespace) -> int:
         else:
             fig = gp.scale_choice_figure(gp.scale_choice_sources(result), result.formats)
         save_standalone(fig, args.html, f"Grouping study: {args.study}")
-    if not args.quiet and args.study == "outlier":
+    if print_summary(args) and args.study == "outlier":
         for e in result.entries:
+            others = e.other_groups_rms_rel_error  # NaN when one group holds everything
             print(f"{e.granularity:>12}: rms rel error {e.report.rms_rel_error:.4g}, outlier group "
-                  f"{e.outlier_group_rms_rel_error:.4g}, others {e.other_groups_rms_rel_error:.4g}, "
+                  f"{e.outlier_group_rms_rel_error:.4g}, others "
+                  f"{'none' if math.isnan(others) else format(others, '.4g')}, "
                   f"{e.bits_per_element:.4g} bits/element")
     return 0

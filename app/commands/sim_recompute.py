@@ -9,24 +9,19 @@ from typing import Any
 
 from simulations import recompute
 
-from .progress import ProgressBar
+from .sim_common import add_output_arguments, print_summary, run_with_progress
 
 
 def register(sims: Any) -> None:
     p = sims.add_parser("recompute", help="forward vs recompute of a stateful quantizer under "
                                           "activation checkpointing")
     recompute.add_arguments(p)
-    p.add_argument("--html", metavar="OUT", help="write an offline HTML page of the run")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_output_arguments(p, html_help="write an offline HTML page of the run", json=False)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    bar = ProgressBar("recompute", quiet=args.quiet)
-    try:
-        result = recompute.run_from_args(args, progress=bar)
-    finally:
-        bar.close()
+    result = run_with_progress("recompute", args.quiet, lambda bar: recompute.run_from_args(args, progress=bar))
     recompute.write_outputs(result, args.json, args.csv)
     if args.html:
         from app.plots.html import save_standalone
@@ -34,6 +29,6 @@ def run(args: argparse.Namespace) -> int:
 
         save_standalone(recompute_figure(result), args.html,
                         f"recompute divergence: {result.parameters['variant']}")
-    if not args.quiet and (args.json or args.csv):  # else stdout carries the JSON
+    if print_summary(args) and (args.json or args.csv):  # else stdout carries the JSON
         print(result.verdict())
     return 0

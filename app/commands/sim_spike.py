@@ -4,12 +4,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
+from simulations._io import write_text
 from simulations.delayed import ALGOS, STREAM_KINDS, simulate_stream
 
-from .progress import ProgressBar
+from .sim_common import add_output_arguments, print_summary, run_with_progress, write_result_json
 
 
 def register(sims: Any) -> None:
@@ -24,26 +24,18 @@ def register(sims: Any) -> None:
     p.add_argument("--stream", default="spike", choices=STREAM_KINDS)
     p.add_argument("--size", type=int, default=4096, help="elements per step")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--json", metavar="OUT", help="write the parameters and per-step results as JSON")
     p.add_argument("--csv", metavar="OUT", help="write per-step results as CSV")
-    p.add_argument("--html", metavar="OUT", help="write standalone HTML plots (open offline)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_output_arguments(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    bar = ProgressBar("spike", quiet=args.quiet)
-    try:
-        result = simulate_stream(args.format, args.history, args.algo, args.margin, args.steps, args.spike_step,
-                                 args.spike, args.seed, stream=args.stream, size=args.size, progress=bar)
-    finally:
-        bar.close()
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as fh:
-            json.dump(result.to_dict(), fh)
+    result = run_with_progress("spike", args.quiet, lambda bar: simulate_stream(
+        args.format, args.history, args.algo, args.margin, args.steps, args.spike_step, args.spike, args.seed,
+        stream=args.stream, size=args.size, progress=bar))
+    write_result_json(result.to_dict(), args.json)
     if args.csv:
-        with open(args.csv, "w", encoding="utf-8", newline="") as fh:
-            fh.write(result.csv_text())
+        write_text(result.csv_text(), args.csv)
     if args.html:
         from app.plots.delayed import spike_figure, spike_sources
         from app.plots.html import save_standalone
@@ -51,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
         p = result.parameters
         save_standalone(spike_figure(spike_sources(result), p["spike_step"] if args.stream == "spike" else None),
                         args.html, f"Delayed scaling: {p['format']}, history {p['history_len']}, {p['algo']}")
-    if not args.quiet:
+    if print_summary(args):
         s = args.spike_step if args.stream == "spike" else 0
         c = result.columns()
         print(f"steps: {result.steps}; at step {s}: delayed clipped {c['delayed_clipped_fraction'][s]:.4g}, "

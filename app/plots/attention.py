@@ -67,22 +67,24 @@ def delta_p_figure(src: dict[str, list[Any]], title: str = "ΔP = P̃ − P") ->
     return fig
 
 
-def first_order_figure(src: dict[str, list[Any]]) -> Any:
-    fig = figure(title="ΔO: exact vs first order (ΔP·V + P·ΔV)", width=380, height=360,
-                 x_axis_label="first-order estimate", y_axis_label="exact ΔO")
-    fig.scatter("first_order", "exact", source=ColumnDataSource(src), size=3, alpha=0.5,
-                color=CURRENT_COLOR)
+def _against_identity(src: dict[str, list[Any]], title: str, x: tuple[str, str], y: tuple[str, str],
+                      color: str) -> Any:
+    """Scatter of column y[0] against column x[0] (axis labels x[1], y[1]) with the line y = x."""
+    fig = figure(title=title, width=380, height=360, x_axis_label=x[1], y_axis_label=y[1])
+    fig.scatter(x[0], y[0], source=ColumnDataSource(src), size=3, alpha=0.5, color=color)
     fig.add_layout(Slope(gradient=1, y_intercept=0, line_color=HIGHLIGHT_COLOR, line_dash="dashed"))
     return fig
+
+
+def first_order_figure(src: dict[str, list[Any]]) -> Any:
+    return _against_identity(src, "ΔO: exact vs first order (ΔP·V + P·ΔV)",
+                             ("first_order", "first-order estimate"), ("exact", "exact ΔO"), CURRENT_COLOR)
 
 
 def variance_figure(src: dict[str, list[Any]]) -> Any:
-    fig = figure(title="Variance of ΔO: Monte-Carlo vs Σ V² Var(e)", width=380, height=360,
-                 x_axis_label="analytic variance", y_axis_label="Monte-Carlo variance")
-    fig.scatter("analytic", "monte_carlo", source=ColumnDataSource(src), size=3, alpha=0.5,
-                color=DELAYED_COLOR)
-    fig.add_layout(Slope(gradient=1, y_intercept=0, line_color=HIGHLIGHT_COLOR, line_dash="dashed"))
-    return fig
+    return _against_identity(src, "Variance of ΔO: Monte-Carlo vs Σ V² Var(e)",
+                             ("analytic", "analytic variance"), ("monte_carlo", "Monte-Carlo variance"),
+                             DELAYED_COLOR)
 
 
 def bias_figure(src: dict[str, list[Any]]) -> Any:
