@@ -7,23 +7,14 @@ relative to the output size.
 
 from __future__ import annotations
 
-import time
 import tracemalloc
-from typing import Any, Callable
+from typing import Any
 
 import ml_dtypes
 import numpy as np
 
 import formats as F
-
-
-def _best(fn: Callable[[], Any], repeats: int) -> float:
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
+from benchmarks._timing import best_of
 
 
 def run(quick: bool = False) -> dict[str, Any]:
@@ -36,20 +27,20 @@ def run(quick: bool = False) -> dict[str, Any]:
              ("E2M1", ml_dtypes.float4_e2m1fn, F.policy_for("ml_dtypes", F.E2M1)),
              ("BF16", ml_dtypes.bfloat16, F.policy_for("ml_dtypes", F.BF16))]
     for name, dt, pol in cases:
-        t_md = _best(lambda: x.astype(dt), repeats)
-        t_lp = _best(lambda: F.encode(x, name, pol), repeats)
+        t_md = best_of(lambda: x.astype(dt), repeats)
+        t_lp = best_of(lambda: F.encode(x, name, pol), repeats)
         res[f"encode_{name}_ns_per_el"] = round(t_lp / n * 1e9, 3)
         res[f"encode_{name}_ml_dtypes_ns_per_el"] = round(t_md / n * 1e9, 3)
         res[f"encode_{name}_ratio"] = round(t_md / t_lp, 2)
         if name == "E4M3FN":
             codes = F.encode(x, name, pol)
             y = x.astype(dt)
-            t_md_dec = _best(lambda: y.astype(np.float32), repeats)
-            t_lp_dec = _best(lambda: F.decode(codes, name), repeats)
+            t_md_dec = best_of(lambda: y.astype(np.float32), repeats)
+            t_lp_dec = best_of(lambda: F.decode(codes, name), repeats)
             res["decode_E4M3FN_ratio"] = round(t_md_dec / t_lp_dec, 2)
             rng = np.random.default_rng(1)
             sr = pol.with_(rounding="stochastic")
-            t_sr = _best(lambda: F.encode(x, name, sr, rng=rng), max(3, repeats // 10))
+            t_sr = best_of(lambda: F.encode(x, name, sr, rng=rng), max(3, repeats // 10))
             res["stochastic_E4M3FN_vs_ml_dtypes_rne_ratio"] = round(t_md / t_sr, 2)
             tracemalloc.start()
             F.encode(x, name, pol)
