@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import ml_dtypes
 import numpy as np
@@ -363,3 +364,59 @@ def test_conventions_every_format_builds() -> None:
     for f in formats.FLOAT_FORMATS:
         data = conventions_sources(f.name)
         assert data["table"]["convention"] == list(formats.CONVENTIONS)
+
+
+def test_conventions_widget_reads_the_crosscheck_reports(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The widget lists every JSON report under gpu/reports that covers its format, with the values
+    tried and the mismatches summed from that format's checks (sums written here from the JSON)."""
+    import json
+
+    import app.plots.conventions as conv
+    from app.widgets import Conventions
+
+    report = {"schema": "lowprec.crosscheck/1", "backend": "triton", "convention": "triton_nvidia",
+              "version": "triton 9.9", "device": "H200", "date": "2026-01-02T03:04:05+00:00",
+              "formats": ["E4M3FN", "E5M2"],
+              "checks": [{"format": "E4M3FN", "tried": 10, "mismatches": 1},
+                         {"format": "E4M3FN", "tried": 5, "mismatches": 0},
+                         {"format": "E5M2", "tried": 7, "mismatches": 3}]}
+    (tmp_path / "triton.json").write_text(json.dumps(report), encoding="utf-8")
+    (tmp_path / "other.json").write_text(json.dumps({**report, "formats": ["E2M1"], "checks": []}),
+                                         encoding="utf-8")
+    monkeypatch.setattr(conv, "REPORTS_DIR", tmp_path)
+    w = Conventions(format="E4M3FN")
+    rows = w.sources["reports"].data
+    assert rows["file"] == ["triton.json"]
+    assert (rows["device"], rows["tried"], rows["mismatches"]) == (["H200"], ["15"], ["1"])
+    w.format = "E5M2"
+    rows = w.sources["reports"].data
+    assert (rows["tried"], rows["mismatches"]) == (["7"], ["3"])
+    w.format = "BF16"  # covered by neither report
+    assert w.sources["reports"].data["file"] == []
+
+
+def test_conventions_widget_lists_the_committed_reports() -> None:
+    import json
+
+    from app.plots.conventions import REPORTS_DIR
+    from app.widgets import Conventions
+
+    expected = []
+    for path in sorted(REPORTS_DIR.glob("*.json")):
+        rep = json.loads(path.read_text(encoding="utf-8"))
+        if "E4M3FN" in {str(f).upper() for f in rep.get("formats", [])}:
+            expected.append(path.name)
+    assert Conventions(format="E4M3FN").sources["reports"].data["file"] == expected
+
+
+def test_bin_explorer_legends_name_the_formats() -> None:
+    from app.widgets import BinExplorer
+
+    def labels(fig: object) -> list[str]:
+        return [item.label.value for item in fig.legend[0].items]  # type: ignore[attr-defined]
+
+    w = BinExplorer(format="FP16", compare_format="BF16")
+    assert labels(w._gap.object) == ["FP16", "BF16"]
+    assert labels(w._number_line.object) == ["BF16"]
+    w.param.update(format="E2M1", compare_format="")
+    assert labels(w._gap.object) == ["E2M1", "(none)"]

@@ -530,3 +530,23 @@ def test_block_lattice_is_the_element_grid_times_the_scale() -> None:
     expected = sorted({s * 4.0 * v for v in e2m1 for s in (1.0, -1.0)})
     assert sorted(columns(w, "grid")["value"]) == expected
     assert columns(w, "block")["decoded"][5] == 24.0
+
+
+@pytest.mark.parametrize("granularity", ["tensor", "row", "block"])
+def test_grouping_colour_bars_span_the_simulated_scales(granularity: str) -> None:
+    """The colour bar of the scale map spans log2 of the simulation's decode scales (min..max;
+    a single scale: the bar starts at it, where the first palette colour is), and follows a
+    parameter change."""
+    from bokeh.models.annotations import ColorBar
+
+    from app.widgets import ScaleGrouping
+
+    w = ScaleGrouping(format="E2M1", granularity="tensor")
+    w.granularity = granularity
+    dec = np.asarray(w.result["scaled"].decode_scales, dtype=np.float64).reshape(-1)
+    lo, hi = float(np.log2(dec.min())), float(np.log2(dec.max()))
+    if lo == hi:
+        hi = lo + 1.0
+    bars = {b.name: b.color_mapper for b in w._plots.select({"type": ColorBar})}
+    assert set(bars) == {"scale", "error"}
+    assert (bars["scale"].low, bars["scale"].high) == pytest.approx((lo, hi), rel=0, abs=1e-12)

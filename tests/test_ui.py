@@ -204,3 +204,23 @@ def test_url_reproduces_a_view(server: str, browser: Any) -> None:
     assert w.source_data("code", "rel_error") == ["0xC140", "0xCA00"]
     w.check_clean()
     w.page.close()
+
+
+def test_lesson_widget_works_and_refuses_a_bad_url_value(server: str, browser: Any) -> None:
+    """A simulation widget inside a lesson page: an out-of-range URL value shows a message next to
+    the controls, the session keeps working, a control change replots as the simulation says
+    (most_recent forgets the spike one step later than max with history 16 would), and the URL
+    follows with the widget-name prefix."""
+    from app.widgets import DelayedSpike
+
+    expected = DelayedSpike(algo="most_recent").source_data["steps"]["delayed_amax_used"]
+    w = Watched(browser, server)
+    w.open(f"{server}/lesson/when-the-scale-is-measured?DelayedSpike.spike=1e9")
+    w.page.get_by_text("Invalid URL parameters").first.wait_for(timeout=20000)
+    before = w.source_data("delayed_amax_used")
+    assert before and before != expected
+    w.page.get_by_role("combobox").nth(1).select_option("most_recent")
+    wait_until(lambda: w.source_data("delayed_amax_used") == expected)
+    wait_until(lambda: "DelayedSpike.algo=most_recent" in w.url())
+    w.check_clean()
+    w.page.close()

@@ -472,7 +472,8 @@ def bins_sources(view: BinView) -> dict[str, dict[str, list[Any]]]:
         "marker": {"x0": [x_plot], "x1": [x_plot], "y0": [-0.05], "y1": [1.05],
                    "label": [f"x = {view.input_text}"]},
         "compare_points": {"x": view.compare_values, "y": [-0.3] * len(view.compare_values),
-                           "exact": [f"{v:.8g}" for v in view.compare_values]},
+                           "exact": [power_of_two_text(v / scale) + ("" if scale == 1 else f" × {scale:g}")
+                                     for v in view.compare_values]},
         "gaps": dict(view.gaps),
         "compare_gaps": dict(view.compare_gaps) if view.compare_gaps else
         {"log2_value": [], "log2_gap": [], "value": [], "gap": []},
@@ -497,9 +498,10 @@ def bits_figure(source: ColumnDataSource, title: str = "bits") -> Any:
 def number_line_figure(bins: ColumnDataSource, points: ColumnDataSource, ties: ColumnDataSource,
                        marker: ColumnDataSource, compare_points: ColumnDataSource) -> Any:
     """The representable values near x with their rounding bins (shaded), the tie markers
-    (a triangle at an edge points into the bin that owns the midpoint), x as a red line and the
+    (a triangle at an edge points into the bin that owns the midpoint), x as a dark line and the
     compare format's values below."""
-    p = figure(height=220, width=720, title="number line: values, rounding bins and x",
+    p = figure(height=240, width=720, title="number line: values, rounding bins and x",
+               x_axis_label="value (format grid × decode_scale)",
                tools="xpan,xwheel_zoom,reset", toolbar_location="right", y_range=Range1d(start=-0.55, end=1.15))
     quads = p.quad(left="left", right="right", bottom=0, top=1, source=bins, fill_color="fill",
                    line_color="#8899aa", line_alpha=0.6)
@@ -533,9 +535,16 @@ def gap_figure(gaps: ColumnDataSource, compare_gaps: ColumnDataSource,
     p.step(x="log2_value", y="log2_gap", source=compare_gaps, mode="after", line_color=DELAYED_COLOR,
            line_width=2, line_dash="dashed", legend_label="compare")
     p.scatter(x="x", y="y", source=gap_marker, size=10, fill_color=ERROR_COLOR, line_color="black")
-    p.add_tools(HoverTool(renderers=[main], tooltips=[("value", "@value"), ("gap", "@gap")]))
+    p.add_tools(HoverTool(renderers=[main], tooltips=[("value", "@value"), ("gap", "@gap = 2^@log2_gap")]))
     p.legend.location = "top_left"
     return p
+
+
+def label_legends(fig: Any, labels: list[str]) -> None:
+    """Rename the legend entries of a figure built here, in order (format names follow the view)."""
+    items = fig.legend[0].items if fig.legend else []
+    for item, text in zip(items, labels):
+        item.label = {"value": text}
 
 
 def summary_table(source: ColumnDataSource) -> DataTable:

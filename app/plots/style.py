@@ -1,5 +1,7 @@
 """The one visual vocabulary: fixed colours for sign / exponent / mantissa bits and for the
-series every plot shares, used by every view (bits, formula, tables, tooltips)."""
+series every plot shares, used by every view (bits, formula, tables, tooltips). The three bit
+colours are reserved for bits: series (current/delayed scaling, errors, highlights) use colours of
+their own, so a blue mark always means "exponent"."""
 
 from __future__ import annotations
 
@@ -9,9 +11,9 @@ SIGN_COLOR = "#d62728"  # red
 EXPONENT_COLOR = "#1f77b4"  # blue
 MANTISSA_COLOR = "#2ca02c"  # green
 DELAYED_COLOR = "#ff7f0e"  # delayed scaling / defect variant
-CURRENT_COLOR = "#1f77b4"  # current scaling / reference
+CURRENT_COLOR = "#8c564b"  # current scaling / reference (brown: not a bit colour)
 HIGHLIGHT_COLOR = "#9467bd"  # a highlighted step or element
-ERROR_COLOR = "#d62728"
+ERROR_COLOR = "#222222"  # the value being cast / an error mark (not the sign red)
 
 
 def power_of_two_text(value: float) -> str:

@@ -20,7 +20,7 @@ from bokeh.models.annotations import Slope
 from bokeh.plotting import figure
 
 from .attention import attention_sources
-from .style import CURRENT_COLOR, DELAYED_COLOR, ERROR_COLOR, HIGHLIGHT_COLOR, MANTISSA_COLOR
+from .style import CURRENT_COLOR, DELAYED_COLOR, ERROR_COLOR, HIGHLIGHT_COLOR
 
 
 def attention_widget_columns(result: Any) -> dict[str, dict[str, list[Any]]]:
@@ -51,7 +51,7 @@ def attention_widget_figures(sources: dict[str, ColumnDataSource], width: int = 
     tools = "pan,wheel_zoom,box_zoom,reset"
     probs = figure(title="P̃ against P (every entry, trial 0)", width=width, height=340, tools=tools,
                    x_axis_label="P (exact softmax)", y_axis_label="P̃ (rounded)")
-    probs.scatter("p", "p_rounded", source=sources["probs"], size=4, alpha=0.5, color=MANTISSA_COLOR)
+    probs.scatter("p", "p_rounded", source=sources["probs"], size=4, alpha=0.5, color=CURRENT_COLOR)
     probs.add_layout(Slope(gradient=1, y_intercept=0, line_color=HIGHLIGHT_COLOR, line_dash="dashed"))
     probs.add_tools(HoverTool(tooltips=[("query, key", "@query, @key"), ("P", "@p{0.00000e}"),
                                         ("P̃", "@p_rounded{0.00000e}")]))
@@ -61,12 +61,13 @@ def attention_widget_figures(sources: dict[str, ColumnDataSource], width: int = 
     first.scatter("first_order", "exact", source=sources["first_order"], size=3, alpha=0.5, color=CURRENT_COLOR)
     first.add_layout(Slope(gradient=1, y_intercept=0, line_color=HIGHLIGHT_COLOR, line_dash="dashed"))
 
-    var = figure(title="variance of ΔO: Monte-Carlo vs Σ V² Var(e)", width=width, height=340, tools=tools,
+    var = figure(title="variance of ΔO: Monte-Carlo vs Σ V² Var(e) (0 when nearest)", width=width, height=340,
+                 tools=tools,
                  x_axis_label="analytic variance", y_axis_label="Monte-Carlo variance")
     var.scatter("analytic", "monte_carlo", source=sources["variance"], size=3, alpha=0.5, color=DELAYED_COLOR)
     var.add_layout(Slope(gradient=1, y_intercept=0, line_color=HIGHLIGHT_COLOR, line_dash="dashed"))
 
-    bias = figure(title="mean error per output element (band: expected ± 3 SE)", width=width, height=340,
+    bias = figure(title="mean error per output element (band: expected ± 3 SE)", width=width, height=420,
                   tools=tools, x_axis_label="output element (row-major)", y_axis_label="mean ΔO")
     bias.varea(x="index", y1="lower", y2="upper", source=sources["bias"], fill_alpha=0.25, color=HIGHLIGHT_COLOR,
                legend_label="expected ± 3 SE")
@@ -77,8 +78,11 @@ def attention_widget_figures(sources: dict[str, ColumnDataSource], width: int = 
                  legend_label="renormalised: trial mean")
     bias.line("index", "predicted", source=sources["renorm"], color=DELAYED_COLOR, line_dash="dotted",
               legend_label="renormalised: predicted bias")
-    bias.legend.location = "top_left"
-    bias.legend.click_policy = "hide"
-    bias.legend.label_text_font_size = "8pt"
-    bias.legend.background_fill_alpha = 0.5
+    legend = bias.legend[0]  # below the plot area: over the data it would hide points
+    bias.center.remove(legend)
+    legend.click_policy = "hide"
+    legend.label_text_font_size = "8pt"
+    legend.ncols = 2
+    legend.update(margin=4, padding=4)
+    bias.add_layout(legend, "below")
     return gridplot([[probs, first], [var, bias]])

@@ -17,35 +17,42 @@ from bokeh.layouts import column
 from bokeh.models import ColumnDataSource, HoverTool
 from bokeh.plotting import figure
 
-from .style import DELAYED_COLOR, EXPONENT_COLOR, HIGHLIGHT_COLOR
+from .style import CURRENT_COLOR, DELAYED_COLOR, HIGHLIGHT_COLOR
+
+
+def _legend_outside(fig: Any) -> None:
+    """Move the figure's legend to the right of the plot area, so it never hides data."""
+    legend = fig.legend[0]
+    fig.center.remove(legend)
+    legend.click_policy = "hide"
+    legend.label_text_font_size = "9pt"
+    fig.add_layout(legend, "right")
 
 
 def block_figures(sources: dict[str, ColumnDataSource], width: int = 720) -> Any:
     """Element view of the shown block over `block`, per-block error over `errors` and `shown`."""
     elems = figure(title="one block, element by element", width=width, height=300,
                    x_axis_label="element in block", y_axis_label="value", tools="pan,wheel_zoom,box_zoom,reset")
-    elems.hspan(y="value", source=sources["grid"], line_color=EXPONENT_COLOR, line_alpha=0.18, line_width=1)
+    elems.hspan(y="value", source=sources["grid"], line_color="#888888", line_alpha=0.25, line_width=1)
     elems.vbar(x="element", top="input", width=0.8, source=sources["block"], fill_color="#cccccc",
                line_color=None, legend_label="input to the cast")
-    elems.scatter("element", "decoded", source=sources["block"], size=9, color=EXPONENT_COLOR,
+    elems.scatter("element", "decoded", source=sources["block"], size=9, color=CURRENT_COLOR,
                   legend_label="block recipe (shared scale)")
     elems.scatter("element", "per_tensor", source=sources["block"], size=9, marker="x", line_width=2,
                   color=DELAYED_COLOR, legend_label="per-tensor scale")
     elems.add_tools(HoverTool(tooltips=[
         ("element", "@element"), ("input", "@input{0.00000e}"), ("decoded", "@decoded{0.00000e}"),
         ("code", "@code"), ("shared scale", "@scale_text"), ("per-tensor", "@per_tensor{0.00000e}")]))
-    elems.legend.location = "top_left"
-    elems.legend.click_policy = "hide"
+    _legend_outside(elems)
 
     errs = figure(title="RMS relative error per 32-element block (the shown block highlighted)", width=width,
                   height=240, x_axis_label="block (row-major)", y_axis_label="RMS rel. error", y_axis_type="log",
                   tools="pan,wheel_zoom,box_zoom,reset")
-    errs.line("block", "recipe", source=sources["errors"], color=EXPONENT_COLOR, legend_label="block recipe")
+    errs.line("block", "recipe", source=sources["errors"], color=CURRENT_COLOR, legend_label="block recipe")
     errs.line("block", "per_tensor", source=sources["errors"], color=DELAYED_COLOR, line_dash="dashed",
               legend_label="per-tensor scale")
     errs.scatter("block", "recipe", source=sources["shown"], size=12, color=HIGHLIGHT_COLOR)
     errs.add_tools(HoverTool(tooltips=[("block", "@block"), ("block recipe", "@recipe{0.000e}"),
                                        ("per-tensor", "@per_tensor{0.000e}")]))
-    errs.legend.location = "top_left"
-    errs.legend.click_policy = "hide"
+    _legend_outside(errs)
     return column(elems, errs, sizing_mode="stretch_width")

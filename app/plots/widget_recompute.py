@@ -19,7 +19,7 @@ from bokeh.models.annotations import Span
 from bokeh.palettes import Inferno256
 from bokeh.plotting import figure
 
-from .style import CURRENT_COLOR, DELAYED_COLOR, ERROR_COLOR
+from .style import CURRENT_COLOR, DELAYED_COLOR, HIGHLIGHT_COLOR
 from .widget_heatmap import ZERO_COLOR, heatmap_figure
 
 NOT_RUN_COLOR = "#ffffff"
@@ -99,7 +99,8 @@ def recompute_figures(
     """Heatmap over the `cells` source, commits and grad-norm over `steps` and `skipped`; returns
     (layout, expected-commits span) so the widget can move the one-per-layer reference line."""
     heat = heatmap_figure(
-        sources["cells"], "forward vs recompute, per layer and step", "step", "layer",
+        sources["cells"], "forward vs recompute (grey = bitwise identical; colour = log10 max difference)",
+        "step", "layer",
         [("step", "@step"), ("layer", "@layer"), ("status", "@status"),
          ("max |forward - recompute|", "@max_abs_diff{0.000e}"),
          ("max relative difference", "@max_rel_diff{0.000e}"), ("state commits", "@commits")],
@@ -108,14 +109,15 @@ def recompute_figures(
     commits = figure(title="state commits per step (line: one per layer)", width=width // 2, height=220,
                      x_axis_label="step", y_axis_label="commits", tools="pan,wheel_zoom,reset")
     commits.vbar(x="step", top="state_commits", width=0.8, source=sources["steps"], color=CURRENT_COLOR)
-    expected = Span(location=layers, dimension="width", line_color=ERROR_COLOR, line_dash="dashed", line_width=2)
+    expected = Span(location=layers, dimension="width", line_color=HIGHLIGHT_COLOR, line_dash="dashed",
+                    line_width=2)
     commits.add_layout(expected)
     commits.add_tools(HoverTool(tooltips=[("step", "@step"), ("commits", "@state_commits")]))
     grad = figure(title="gradient norm (× = skipped step)", width=width // 2, height=220, x_axis_label="step",
                   y_axis_label="‖grad‖", tools="pan,wheel_zoom,reset", x_range=commits.x_range)
     grad.line("step", "grad_norm", source=sources["steps"], color="black", line_width=2)
     grad.scatter("step", "grad_norm", source=sources["steps"], color="black", size=4)
-    grad.scatter("step", "y", source=sources["skipped"], marker="x", size=12, color=ERROR_COLOR, line_width=3)
+    grad.scatter("step", "y", source=sources["skipped"], marker="x", size=12, color=DELAYED_COLOR, line_width=3)
     grad.add_tools(HoverTool(tooltips=[("step", "@step"), ("grad norm", "@grad_norm{0.0000e}"),
                                        ("loss", "@loss{0.0000e}")]))
     return column(heat, row(commits, grad), sizing_mode="stretch_width"), expected

@@ -71,8 +71,12 @@ class SimulationWidget(pn.viewable.Viewer):
         """Hook for figure properties that are not source data (ranges, highlighted spans)."""
 
     def _controls(self) -> list[Any]:
-        widgets = {name: {"type": kind} for name, kind in self.control_widgets.items()}
-        return [pn.Param(self.param, parameters=list(self.watched), widgets=widgets, show_name=False)]
+        # every control as wide as the column it sits in (Panel's default 300 px overflows it)
+        widgets: dict[str, dict[str, Any]] = {name: {"width": 260} for name in self.watched}
+        for name, kind in self.control_widgets.items():
+            widgets.setdefault(name, {})["type"] = kind
+        return [pn.Param(self.param, parameters=list(self.watched), widgets=widgets, show_name=False,
+                         width=280)]
 
     # -- update protocol ------------------------------------------------------------------------
     def _on_param_change(self, *events: param.parameterized.Event) -> None:

@@ -32,6 +32,7 @@ from app.plots.bins import (
     code_value,
     explain_value,
     gap_figure,
+    label_legends,
     number_line_figure,
     summary_table,
 )
@@ -168,6 +169,9 @@ class BinExplorer(pn.viewable.Viewer):
             "</small></div>"
         )
         self._note.object = view.note
+        compare_name = view.compare.format if view.compare is not None else "(none)"
+        label_legends(self._gap.object, [main.format, compare_name])
+        label_legends(self._number_line.object, [compare_name])
         if view.table:
             self._table_note.object = ""
             self._table.visible = True

@@ -20,7 +20,7 @@ import param
 from bokeh.models import ColumnDataSource
 
 from app.plots.style import power_of_two_text
-from app.plots.widget_grouping import grouping_colors, grouping_figures
+from app.plots.widget_grouping import grouping_colors, grouping_figures, set_colorbar_ranges
 from app.widgets._sim_base import SimulationWidget
 from simulations import scaling
 
@@ -112,6 +112,9 @@ class ScaleGrouping(SimulationWidget):
 
     def _build_figures(self, sources: dict[str, ColumnDataSource]) -> Any:
         return grouping_figures(sources)
+
+    def _after_update(self, result: Any) -> None:
+        set_colorbar_ranges(self._plots, self.source_data["cells"])
 
     def _summary_text(self, result: Any) -> str:
         st = result["scaled"]
