@@ -727,11 +727,11 @@ def decode(codes: Any, fmt: str | Format, *, nan_bits: str = "ml_dtypes") -> np.
 
         def part(i: int) -> None:
             lo, hi = i * step, min(total, (i + 1) * step)
-            np.take(table, flat[lo:hi], out=fout[lo:hi])
+            np.take(table, flat[lo:hi], out=fout[lo:hi], mode="clip")  # range checked above
 
         list(_pool().map(part, range(_THREADS)))
     else:
-        np.take(table, flat, out=fout)
+        np.take(table, flat, out=fout, mode="clip")  # unbuffered; the range was checked above
     return out
 
 

@@ -15,7 +15,7 @@ The cast is TE's: x · encode_scale rounded to float32, then a saturating round-
 used, the amax it was sized for (F / encode_scale / 2^margin), clipped fraction (|x · scale| beyond
 the rounding bin of F, so saturated rather than rounded: `scaling.clips`),
 flushed-to-zero fraction (x ≠ 0 decoding as 0) and RMS relative error ‖x̂ − x‖₂ / ‖x‖₂ with
-x̂ = decode(codes) / encode_scale. Streams are seeded per step (`default_rng([seed, step])`).
+x̂ = decode(codes) / encode_scale. Streams are seeded per step (a Philox stream keyed by the seed, counter block = step).
 """
 
 from __future__ import annotations
@@ -269,6 +269,28 @@ def cast_metrics(x: np.ndarray, out: CastOutput, fmt: Format, margin: int,
     }
 
 
+def _block_metrics(xs: np.ndarray, x64: np.ndarray, encode_scales: np.ndarray, scaler: _Scaler,
+                   fmt: Format) -> dict[str, np.ndarray]:
+    """`cast_metrics` for a block of steps at once: row t is step t cast with encode_scales[t]."""
+    s32 = encode_scales.astype(np.float32)[:, None]
+    with np.errstate(over="ignore", invalid="ignore"):
+        scaled32 = xs * s32  # x · encode_scale rounded to float32, as `_Scaler._cast`
+    codes = formats.encode(scaled32, fmt, scaler.policy)
+    x_hat = formats.decode(codes, fmt).astype(np.float64) / encode_scales[:, None]
+    with np.errstate(over="ignore", invalid="ignore"):
+        err = np.sum((x_hat - x64) ** 2, axis=1)
+        sig = np.sum(x64 * x64, axis=1)
+        rms = np.where(err == 0, 0.0, np.where(sig > 0, np.sqrt(err / np.where(sig > 0, sig, 1)), np.inf))
+    n = max(xs.shape[1], 1)
+    return {
+        "encode_scale": encode_scales.copy(),
+        "amax_used": fmt.max / encode_scales / 2.0**scaler.margin,
+        "clipped_fraction": np.count_nonzero(clips(np.abs(scaled32), fmt), axis=1) / n,
+        "flushed_fraction": np.count_nonzero((x64 != 0) & (x_hat == 0), axis=1) / n,
+        "rms_rel_error": rms,
+    }
+
+
 @dataclass
 class StreamResult:
     """Per step: the tensor's amax, and the METRICS of delayed and current scaling side by side."""
@@ -352,17 +374,27 @@ def simulate_stream(
     amax = np.empty(n_steps)
     d_rows: dict[str, np.ndarray] = {k: np.empty(n_steps) for k in METRICS}
     c_rows: dict[str, np.ndarray] = {k: np.empty(n_steps) for k in METRICS}
-    for t in range(n_steps):
-        x = src.tensor(t)
-        od = delayed.quantize(x)
-        oc = current.quantize(x)
-        amax[t] = od.amax
-        x64 = x.astype(np.float64)
-        for rows, out in ((d_rows, od), (c_rows, oc)):
-            for k, v in cast_metrics(x, out, f, delayed.margin, x64).items():
-                rows[k][t] = v
+    # Batched: the scales depend on amaxes only, so a block of steps is generated, its scales taken
+    # step by step from the same DelayedScaler/CurrentScaler state machines, and its casts and
+    # metrics computed as one array per block (identical to stepping `quantize` one tensor at a time).
+    block = max(1, min(n_steps, (1 << 20) // max(size, 1)))
+    for t0 in range(0, n_steps, block):
+        t1 = min(n_steps, t0 + block)
+        xs = np.stack([src.tensor(t) for t in range(t0, t1)])
+        block_amax = np.array([tensor_amax(x) for x in xs])
+        d_used = np.empty(t1 - t0)
+        c_used = np.empty(t1 - t0)
+        for i, a in enumerate(block_amax):
+            d_used[i] = delayed.encode_scale
+            delayed.update(a)
+            c_used[i] = scale_from_amax(a, f.max, current.margin, 1.0)
+        amax[t0:t1] = block_amax
+        x64 = xs.astype(np.float64)
+        for rows, used, scaler in ((d_rows, d_used, delayed), (c_rows, c_used, current)):
+            for k, v in _block_metrics(xs, x64, used, scaler, f).items():
+                rows[k][t0:t1] = v
         if progress is not None:
-            progress(t + 1, n_steps)
+            progress(t1, n_steps)
     params = {"format": f.name, "history_len": delayed.history_len, "algo": algo, "margin": delayed.margin,
               "steps": n_steps, "spike_step": int(spike_step), "spike": float(spike), "seed": int(seed),
               "stream": src.to_dict(), "policy": delayed.policy.to_dict()}

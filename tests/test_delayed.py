@@ -140,3 +140,32 @@ def test_bad_input(kwargs: dict, exc: type, match: str) -> None:
     args.update(kwargs)
     with pytest.raises(exc, match=match):
         D.simulate_stream(**args)
+
+
+@pytest.mark.parametrize("kw", [
+    {},
+    dict(fmt="E5M2", algo="most_recent", margin=2, stream="bursts"),
+    dict(fmt="E2M1", stream="drift", steps=300, size=5000),
+    dict(stream="steady", size=100, steps=3000),  # several batches
+])
+def test_batched_stream_equals_stepping_the_scalers(kw: dict) -> None:
+    """simulate_stream batches steps; stepping DelayedScaler/CurrentScaler.quantize one tensor at a
+    time and calling cast_metrics must give the same bits for every metric."""
+    import simulations.delayed as D
+
+    args = dict(fmt="E4M3FN", history_len=16, algo="max", margin=0, steps=200, spike_step=100, spike=50.0,
+                seed=0, stream="spike", size=4096)
+    args.update(kw)
+    r = D.simulate_stream(**args)
+    f = D.formats.get_format(args["fmt"])
+    src = D.TensorStream(args["stream"], args["size"], 1.0, args["spike_step"], args["spike"], "tensor", 0.01,
+                         50, 5, 10.0, args["seed"])
+    d = D.DelayedScaler(f, args["history_len"], args["algo"], args["margin"])
+    c = D.CurrentScaler(f, args["margin"])
+    for t in range(args["steps"]):
+        x = src.tensor(t)
+        od, oc = d.quantize(x), c.quantize(x)
+        assert r.amax[t] == od.amax
+        for rows, out in ((r.delayed, od), (r.current, oc)):
+            for k, v in D.cast_metrics(x, out, f, args["margin"]).items():
+                assert np.float64(rows[k][t]).view(np.uint64) == np.float64(v).view(np.uint64), (t, k)
