@@ -15,9 +15,9 @@ from typing import Any
 from bokeh.layouts import column
 from bokeh.models import ColumnDataSource, HoverTool
 from bokeh.models import Div  # type: ignore[attr-defined]
-from bokeh.palettes import Category10_10
 from bokeh.plotting import figure
 
+from .style import SERIES_PALETTE
 from .widget_recompute import recompute_columns, recompute_figures
 
 
@@ -44,7 +44,7 @@ def recompute_sources(result: Any) -> dict[str, dict[str, list[Any]]]:
             scales["amax_forward"].append(_num(float(result.amax_forward[t, layer])))
             scales["scale_source_forward"].append(int(result.scale_source_forward[t, layer]))
             scales["scale_source_recompute"].append(int(result.scale_source_recompute[t, layer]))
-            scales["color"].append(Category10_10[layer % 10])
+            scales["color"].append(SERIES_PALETTE[layer % len(SERIES_PALETTE)])
             scales["layer_label"].append(f"layer {layer}")
     data["scales"] = scales
     return data

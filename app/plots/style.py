@@ -14,6 +14,9 @@ DELAYED_COLOR = "#ff7f0e"  # delayed scaling / defect variant
 CURRENT_COLOR = "#8c564b"  # current scaling / reference (brown: not a bit colour)
 HIGHLIGHT_COLOR = "#9467bd"  # a highlighted step or element
 ERROR_COLOR = "#222222"  # the value being cast / an error mark (not the sign red)
+# one colour per series (layers, variants) that avoids the three bit colours
+SERIES_PALETTE = ("#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf",
+                  "#222222", "#aec7e8", "#ffbb78")
 
 
 def power_of_two_text(value: float) -> str:
