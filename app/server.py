@@ -8,6 +8,7 @@ from `app.pages.routes()`.
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import panel as pn
@@ -22,6 +23,9 @@ def serve(port: int = 5006, address: str = "127.0.0.1", show: bool = True, start
         raise ValueError(f"port must be an integer 0..65535, got {port!r}")
     if not isinstance(address, str) or not address:
         raise ValueError(f"address must be a host name or IP address, got {address!r}")
+    # the recompute widget's first checkpoint call would import torch._dynamo (~1.5 s): do it now,
+    # in the background, while the server starts
+    threading.Thread(target=_warm_up_recompute, name="lowprec-warm-up", daemon=True).start()
     origins = [f"{address}:{port}", f"localhost:{port}", f"127.0.0.1:{port}"]
     if address in ("0.0.0.0", "::"):  # bound to every interface: accept the host the browser used
         origins = ["*"]
@@ -29,3 +33,9 @@ def serve(port: int = 5006, address: str = "127.0.0.1", show: bool = True, start
         pages.routes(), port=port, address=address, show=show, start=start,
         title=pages.page_titles(), websocket_origin=origins, resources="server", **kwargs,
     )
+
+
+def _warm_up_recompute() -> None:
+    from simulations.recompute import warm_up
+
+    warm_up()

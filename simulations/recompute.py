@@ -738,6 +738,12 @@ def _one_torch_thread(fn: Callable[P, R]) -> Callable[P, R]:
     return wrapper
 
 
+def warm_up() -> None:
+    """Load what the first `torch.utils.checkpoint` call would load lazily (torch._dynamo, about
+    1-1.5 s here), so a long-lived process (the app server) can pay it before a user waits."""
+    import torch._dynamo  # noqa: F401
+
+
 @_one_torch_thread
 def run_recompute(variant: str = "fixed", layers: int = 4, width: int = 64, steps: int = 20,
                   seed: int = 0, fmt: str | FloatFormat = "E4M3FN", *, batch: int = 16,

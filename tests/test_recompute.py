@@ -483,3 +483,12 @@ def test_runs_on_one_torch_thread_and_restores_the_pool() -> None:
     again = rc.run_recompute("fixed", layers=2, width=8, steps=2, batch=4)
     for a, b in zip(r.final_weights, again.final_weights):  # deterministic for a seed
         np.testing.assert_array_equal(bits(a), bits(b))
+
+
+def test_warm_up_loads_the_lazy_checkpoint_machinery() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, simulations.recompute as R; assert 'torch._dynamo' not in sys.modules; "
+            "R.warm_up(); assert 'torch._dynamo' in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
