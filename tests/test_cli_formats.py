@@ -84,3 +84,13 @@ def test_parse_value() -> None:
     assert np.isnan(F.parse_value("nan")) and F.parse_value("-inf") == -np.inf
     with pytest.raises(ValueError, match="hex float"):
         F.parse_value("1..2")
+
+
+def test_output_into_a_closed_pipe_is_quiet(tmp_path: "object") -> None:
+    import subprocess
+    import sys
+
+    cmd = f"{sys.executable} -m app.cli formats table BF16 | head -1"
+    res = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=120)
+    assert "Traceback" not in res.stderr and "BrokenPipe" not in res.stderr
+    assert res.stdout.split()[0] == "code"
