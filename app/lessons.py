@@ -77,7 +77,7 @@ WIDGET_PARAMS: dict[str, dict[str, ParamValue]] = {
         "outlier_row": 3,
         "outlier_col": 5,
     },
-    "BlockFormats": {"recipe": "MXFP8", "scale_rule": "floor", "hadamard": False},
+    "BlockFormats": {"recipe": "MXFP8", "scale_rule": "floor", "hadamard": False, "transposed_view": False},
 }
 
 FRONT_MATTER_KEYS = ("title", "order", "summary")

@@ -421,7 +421,7 @@ def test_grouping_outlier_neighbours(granularity: str) -> None:
 
 def block_input(seed: int = 0, outlier: float = 0.0, row: int = 0, distribution: str = "student_t") -> np.ndarray:
     rng = np.random.default_rng(seed)
-    x = (rng.standard_t(3, size=(16, 128)) if distribution == "student_t" else rng.standard_normal((16, 128)))
+    x = (rng.standard_t(3, size=(32, 128)) if distribution == "student_t" else rng.standard_normal((32, 128)))
     x = x.astype(np.float32)
     if outlier:
         x[row, 5] = outlier
@@ -530,6 +530,87 @@ def test_block_lattice_is_the_element_grid_times_the_scale() -> None:
     expected = sorted({s * 4.0 * v for v in e2m1 for s in (1.0, -1.0)})
     assert sorted(columns(w, "grid")["value"]) == expected
     assert columns(w, "block")["decoded"][5] == 24.0
+
+
+def mx_floor_oracle(x: np.ndarray, axis: int, dtype: Any, emax: int, fmax: float) -> tuple[np.ndarray, np.ndarray]:
+    """OCP MX with the floor rule written out with ml_dtypes: blocks of 32 along `axis`, shared
+    scale 2^(floor(log2 amax) − emax), elements cast (saturating at ±fmax) to `dtype`.
+    Returns (uint8 codes, decoded float64), both in x's layout."""
+    moved = np.moveaxis(x.astype(np.float64), axis, -1)
+    b = moved.reshape(-1, 32)
+    _, e = np.frexp(np.abs(b).max(axis=1))  # amax = m · 2^e with m in [0.5, 1): floor(log2 amax) = e − 1
+    scale = np.ldexp(1.0, (e - 1 - emax).astype(np.int64))[:, None]
+    scaled = np.clip(b / scale, -fmax, fmax).astype(np.float32)  # exact: a power-of-two division
+    codes = scaled.astype(dtype)
+    decoded = codes.astype(np.float64) * scale
+    back = lambda a: np.moveaxis(a.reshape(moved.shape), -1, axis)  # noqa: E731
+    return back(codes.view(np.uint8)), back(decoded)
+
+
+def rms_rel(x: np.ndarray, x_hat: np.ndarray) -> float:
+    x64 = x.astype(np.float64)
+    return float(np.sqrt(((x_hat.astype(np.float64) - x64) ** 2).sum() / (x64**2).sum()))
+
+
+@pytest.mark.parametrize("recipe", ["MXFP8", "MXFP4"])
+def test_transposed_view_against_ml_dtypes(recipe: str) -> None:
+    """Row view, column view from the source and column view from the row-rounded data, each an
+    independent ml_dtypes computation; the re-quantized column view of MXFP4 is measurably worse."""
+    w = BlockFormats(recipe=recipe, scale_rule="floor", seed=3, transposed_view=True)
+    _, dtype, emax, fmax = MX_DTYPES[recipe]
+    x = block_input(seed=3)
+    _, rows = mx_floor_oracle(x, 1, dtype, emax, fmax)
+    src_codes, cols_src = mx_floor_oracle(x, 0, dtype, emax, fmax)
+    two_codes, cols_two = mx_floor_oracle(rows.astype(np.float32), 0, dtype, emax, fmax)
+    expected = [rms_rel(x, rows), rms_rel(x, cols_src), rms_rel(x, cols_two)]
+    bars = columns(w, "transpose")
+    assert bars["view"] == ["row blocks", "columns from source", "columns re-quantized"]
+    assert np.allclose(bars["error"], expected, rtol=1e-12, atol=0)
+    assert w.result["transposed"]["codes_differ"] == float(np.mean(src_codes != two_codes))
+    assert f"{expected[1]:.4g}" in w.summary and f"{expected[2]:.4g}" in w.summary
+    if recipe == "MXFP4":
+        assert expected[2] > 1.05 * expected[1]
+
+
+def test_transposed_view_nvfp4_follows_direct_calls() -> None:
+    w = BlockFormats(recipe="NVFP4", transposed_view=True, distribution="normal", seed=2)
+    x = block_input(seed=2, distribution="normal")
+    rows = blocks.quantize_nvfp4(x, axis=-1)
+    cols_src = blocks.quantize_nvfp4(x, axis=0)
+    cols_two = blocks.quantize_nvfp4(rows.dequantize(), axis=0)
+    expected = [rms_rel(x, q.dequantize()) for q in (rows, cols_src, cols_two)]
+    assert np.allclose(columns(w, "transpose")["error"], expected, rtol=1e-12, atol=0)
+    t = w.result["transposed"]
+    assert t["extra"] == pytest.approx(expected[2] - expected[1], rel=1e-12, abs=0)
+    assert t["codes_differ"] == float(np.mean(cols_src.codes.view(np.uint8) != cols_two.codes.view(np.uint8)))
+
+
+def test_transposed_view_toggle_changes_the_plot() -> None:
+    w = BlockFormats(recipe="MXFP4")
+    assert columns(w, "transpose") == {"view": [], "error": [], "color": []}
+    assert not w._transpose_fig.visible and "Transposed view" not in w.summary
+    before = {name: columns(w, name) for name in w.sources}
+    w.transposed_view = True
+    assert len(columns(w, "transpose")["error"]) == 3 and w._transpose_fig.visible
+    assert "Transposed view" in w.summary
+    after = {name: columns(w, name) for name in w.sources}
+    assert after != before
+    assert {k: v for k, v in after.items() if k != "transpose"} == {k: v for k, v in before.items() if k != "transpose"}
+    w.recipe = "NVFP4"  # the bars follow the recipe
+    assert columns(w, "transpose")["error"] != after["transpose"]["error"]
+    w.transposed_view = False
+    assert columns(w, "transpose")["error"] == [] and not w._transpose_fig.visible
+
+
+def test_recompute_scale_trace_offsets_layers() -> None:
+    """Layers with equal scales stay visible: each layer's markers sit at step + a fixed offset,
+    distinct per layer, within ±0.25 step."""
+    from app.plots.recompute import recompute_sources
+
+    r = recompute.run_recompute("fixed", layers=3, width=8, steps=2, batch=4)
+    sc = recompute_sources(r)["scales"]
+    offsets = {(layer, round(x - step, 12)) for x, step, layer in zip(sc["x"], sc["step"], sc["layer"])}
+    assert sorted(offsets) == [(0, -0.25), (1, 0.0), (2, 0.25)]
 
 
 @pytest.mark.parametrize("granularity", ["tensor", "row", "block"])

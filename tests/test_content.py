@@ -36,7 +36,7 @@ WIDGET_CONTRACT: dict[str, set[str]] = {
     "AttentionRounding": {"format", "rounding", "seq", "temperature", "trials", "renormalize", "preset"},
     "RecomputeDivergence": {"variant", "layers", "steps"},
     "ScaleGrouping": {"format", "granularity", "outlier", "outlier_row", "outlier_col"},
-    "BlockFormats": {"recipe", "scale_rule", "hadamard"},
+    "BlockFormats": {"recipe", "scale_rule", "hadamard", "transposed_view"},
 }
 
 # canonical spellings of format names in prose; longest first so E4M3FNUZ wins over E4M3FN and E4M3

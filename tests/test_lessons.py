@@ -76,6 +76,8 @@ def test_directive_values_are_typed_from_the_widget_defaults() -> None:
     assert d.params == {"value": "1e-8", "format": "BF16"}
     d = parse_directive("::: widget BinExplorer value=0x1.8p3")
     assert d.params == {"value": "0x1.8p3"}
+    d = parse_directive("::: widget BlockFormats recipe=NVFP4 transposed_view=true")
+    assert d.params == {"recipe": "NVFP4", "transposed_view": True}
 
 
 @pytest.mark.parametrize(
@@ -87,6 +89,7 @@ def test_directive_values_are_typed_from_the_widget_defaults() -> None:
         ("::: widget DelayedSpike history=1.5", "must be an integer"),
         ("::: widget DelayedSpike spike=big", "must be a number"),
         ("::: widget BlockFormats hadamard=1", "must be true or false"),
+        ("::: widget BlockFormats transposed_view=yes", "must be true or false"),
         ("::: widget BinExplorer format", "malformed parameter"),
         ('::: widget BinExplorer value="open', "malformed parameter"),
         ("::: gadget BinExplorer", "malformed directive"),

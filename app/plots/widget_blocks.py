@@ -4,9 +4,11 @@ decodes it as under its shared scale, and what per-tensor scaling in the same el
 it as — and the RMS relative error of every 32-element block of the tensor under the block recipe
 against per-tensor scaling, the shown block highlighted. Faint horizontal lines are the values the
 shown block can decode to (the element format's grid times the block's scale; for 8-bit
-elements only the top three binades, as the grid crowds near zero). Pure Bokeh over the
-`block`, `grid`, `errors` and `shown` sources the widget fills; scale tooltips are exact
-(`power_of_two_text`).
+elements only the top three binades, as the grid crowds near zero). A third, small bar chart (hidden
+by the widget unless its transposed view is on) shows the tensor-wide RMS relative error of the
+row-blocked view, of the column-blocked view quantized from the source, and of the column-blocked
+view re-quantized from the row-blocked decoded data. Pure Bokeh over the `block`, `grid`, `errors`,
+`shown` and `transpose` sources the widget fills; scale tooltips are exact (`power_of_two_text`).
 """
 
 from __future__ import annotations
@@ -14,10 +16,17 @@ from __future__ import annotations
 from typing import Any
 
 from bokeh.layouts import column
-from bokeh.models import ColumnDataSource, HoverTool
+from bokeh.models import ColumnDataSource, DataRange1d, FactorRange, HoverTool
 from bokeh.plotting import figure
 
 from .style import CURRENT_COLOR, DELAYED_COLOR, HIGHLIGHT_COLOR
+
+#: bars of the transposed-view chart, in order: (label, colour)
+TRANSPOSE_VIEWS: tuple[tuple[str, str], ...] = (
+    ("row blocks", CURRENT_COLOR),
+    ("columns from source", "#888888"),
+    ("columns re-quantized", HIGHLIGHT_COLOR),
+)
 
 
 def _legend_outside(fig: Any) -> None:
@@ -55,4 +64,16 @@ def block_figures(sources: dict[str, ColumnDataSource], width: int = 720) -> Any
     errs.add_tools(HoverTool(tooltips=[("block", "@block"), ("block recipe", "@recipe{0.000e}"),
                                        ("per-tensor", "@per_tensor{0.000e}")]))
     _legend_outside(errs)
-    return column(elems, errs, sizing_mode="stretch_width")
+    return column(elems, errs, transpose_figure(sources["transpose"], width=width), sizing_mode="stretch_width")
+
+
+def transpose_figure(source: ColumnDataSource, width: int = 720) -> Any:
+    """Bars over `transpose` (`view`, `error`, `color`): tensor-wide RMS relative error of the row
+    view and of the column view made from the source or from the row-rounded data."""
+    fig = figure(title="transposed view: column blocks from the source vs re-quantized from row blocks",
+                 x_range=FactorRange(factors=[label for label, _ in TRANSPOSE_VIEWS]),
+                 y_range=DataRange1d(start=0), width=width, height=220,
+                 y_axis_label="RMS rel. error (tensor)", tools="reset")
+    fig.vbar(x="view", top="error", width=0.6, source=source, fill_color="color", line_color=None)
+    fig.add_tools(HoverTool(tooltips=[("view", "@view"), ("RMS rel. error", "@error{0.0000e}")]))
+    return fig
