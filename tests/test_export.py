@@ -88,6 +88,9 @@ def browser() -> Iterator[Any]:
 class Offline:
     def __init__(self, browser: Any) -> None:
         self.page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        # exported pages inline ~3 MB of JS each; on 2 busy cores (pytest -n 2) a load can take a while
+        self.page.set_default_timeout(120_000)
+        self.page.set_default_navigation_timeout(120_000)
         self.outside: list[str] = []
         self.console_errors: list[str] = []
         self.page_errors: list[str] = []
@@ -103,11 +106,17 @@ class Offline:
             self.outside.append(route.request.url)
             route.abort()
 
-    def open(self, path: Path) -> None:
-        self.page.goto(path.resolve().as_uri())
+    def open(self, path: Path, timeout_ms: int = 180_000) -> None:
+        """Open a page and wait until Bokeh has rendered and the network is idle (generous limits:
+        a page inlines ~3 MB of JS and the suite runs on 2 busy cores)."""
+        self.page.goto(path.resolve().as_uri(), timeout=timeout_ms)
+        self.page.wait_for_load_state("load", timeout=timeout_ms)
         self.page.wait_for_function(
-            "() => window.Bokeh !== undefined && Bokeh.documents.length > 0", timeout=60000)
-        self.page.wait_for_load_state("networkidle", timeout=60000)
+            "() => window.Bokeh !== undefined && Bokeh.documents.length > 0", timeout=timeout_ms)
+        # Not "networkidle": Chromium sometimes never reports it for a file:// page that has made
+        # every request (seen on the lesson 6 page: no request pending, none outside). Every
+        # request is intercepted by _route anyway; give late ones a moment to show up.
+        self.page.wait_for_timeout(1000)
 
     def column(self, column: str) -> Any:
         return self.page.evaluate(
@@ -158,7 +167,11 @@ def test_every_page_exports_and_opens_offline(tmp_path: Path, browser: Any) -> N
     pages = export(tmp_path)
     w = Offline(browser)
     for page in pages:
-        w.open(page.path)
+        try:
+            w.open(page.path)
+        except Exception as exc:  # say which page and what it was asking for
+            raise AssertionError(f"{page.route}: {exc!s:.200} outside={w.outside[:5]} "
+                                 f"errors={w.page_errors[:3]} console={w.console_errors[:3]}") from None
         w.page.get_by_text("lowprec").first.wait_for(timeout=30000)
         assert "Traceback" not in w.page.content(), page.route
     assert w.outside == [] and w.page_errors == [] and w.console_errors == []

@@ -94,6 +94,8 @@ class Watched:
     def __init__(self, browser: Any, server: str) -> None:
         self.host = urlparse(server).netloc
         self.page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        self.page.set_default_timeout(90_000)  # 2 busy cores under pytest -n 2: be patient, not flaky
+        self.page.set_default_navigation_timeout(90_000)
         self.outside: list[str] = []
         self.console_errors: list[str] = []
         self.page_errors: list[str] = []
