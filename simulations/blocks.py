@@ -37,7 +37,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 import formats
-from formats import CastPolicy, FloatFormat
+from formats import E2M1, E4M3FN, E8M0, CastPolicy, FloatFormat
 
 from ._io import ArgumentParser, add_json_argument, run_main
 from .scaling import Granularity, error_metrics, _json_float, _json_list
@@ -45,11 +45,11 @@ from .scaling import Granularity, error_metrics, _json_float, _json_list
 ProgressFn = Callable[[int, int], None]
 
 MX_ELEMENT_FORMATS = ("E4M3FN", "E5M2", "E3M2", "E2M3", "E2M1")
-E8M0_BIAS = 127
-E8M0_NAN_CODE = 0xFF
-E4M3_NAN_CODE = 0x7F
+E8M0_BIAS = E8M0.bias  # 127
+E8M0_NAN_CODE = E8M0.magnitude_mask  # 0xFF
+E4M3_NAN_CODE = E4M3FN.magnitude_mask  # 0x7F: S.1111.111 without the sign
 NVFP4_BLOCK = 16
-NVFP4_TENSOR_DIVISOR = 448.0 * 6.0  # E4M3 max × E2M1 max
+NVFP4_TENSOR_DIVISOR = E4M3FN.max * E2M1.max  # 448 · 6
 _CHUNK_BLOCKS = 8192  # blocks per work item: a chunk stays in L2
 # Work items run on one thread by default: measured on a shared 2-core machine, a second thread
 # lost more to contention than it gained. LOWPREC_BLOCK_THREADS=2 enables the pool.
