@@ -17,11 +17,11 @@ import pytest
 import torch
 
 import formats
+from formats import parse_value
 from app.plots.bins import (
     EXPLORER_FORMATS,
     bins_sources,
     explain_value,
-    parse_value,
     window_bins,
 )
 from app.plots.conventions import conventions_sources

@@ -19,13 +19,12 @@ from urllib.parse import urlparse
 import pytest
 
 from app.commands import export_cmd
+from tests.browser import CHROMIUM, WatchedPage
+from tests.browser import CHROMIUM_ARGS as CHROMIUM_BASE_ARGS
 from app.export import export, page_file
 
 ROUTES = ["", "widget/BinExplorer", "widget/Conventions", "lesson/range-vs-resolution"]
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run",
-                 "--allow-file-access-from-files"]
+CHROMIUM_ARGS = CHROMIUM_BASE_ARGS + ["--allow-file-access-from-files"]
 
 
 @pytest.fixture(scope="module")
@@ -85,30 +84,15 @@ def browser() -> Iterator[Any]:
         b.close()
 
 
-class Offline:
-    def __init__(self, browser: Any) -> None:
-        self.page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        # exported pages inline ~3 MB of JS each; on 2 busy cores (pytest -n 2) a load can take a while
-        self.page.set_default_timeout(120_000)
-        self.page.set_default_navigation_timeout(120_000)
-        self.outside: list[str] = []
-        self.console_errors: list[str] = []
-        self.page_errors: list[str] = []
-        self.page.route("**/*", self._route)
-        self.page.on("console", lambda m: self.console_errors.append(m.text) if m.type == "error" else None)
-        self.page.on("pageerror", lambda e: self.page_errors.append(str(e)))
+class Offline(WatchedPage):
+    """A page opened from disk: only file:, data: and blob: URLs may load; exported pages inline
+    ~3 MB of JS each, hence the generous timeouts."""
 
-    def _route(self, route: Any) -> None:
-        scheme = urlparse(route.request.url).scheme
-        if scheme in ("file", "data", "blob"):
-            route.continue_()
-        else:
-            self.outside.append(route.request.url)
-            route.abort()
+    def __init__(self, browser: Any) -> None:
+        super().__init__(browser, lambda url: urlparse(url).scheme in ("file", "data", "blob"))
 
     def open(self, path: Path, timeout_ms: int = 180_000) -> None:
-        """Open a page and wait until Bokeh has rendered and the network is idle (generous limits:
-        a page inlines ~3 MB of JS and the suite runs on 2 busy cores)."""
+        """Open a page and wait until it has loaded and Bokeh has rendered."""
         self.page.goto(path.resolve().as_uri(), timeout=timeout_ms)
         self.page.wait_for_load_state("load", timeout=timeout_ms)
         self.page.wait_for_function(

@@ -22,12 +22,11 @@ from urllib.parse import urlparse
 
 import pytest
 
+from tests.browser import CHROMIUM, CHROMIUM_ARGS, WatchedPage
+
 pytestmark = pytest.mark.ui
 
 ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 if not os.path.exists(CHROMIUM):
@@ -88,29 +87,17 @@ def browser() -> Iterator[Any]:
         b.close()
 
 
-class Watched:
-    """A page with every request routed through a host check and errors collected."""
+class Watched(WatchedPage):
+    """A page whose requests may go only to the server (or data:/blob: URLs), errors collected."""
 
     def __init__(self, browser: Any, server: str) -> None:
-        self.host = urlparse(server).netloc
-        self.page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        self.page.set_default_timeout(90_000)  # 2 busy cores under pytest -n 2: be patient, not flaky
-        self.page.set_default_navigation_timeout(90_000)
-        self.outside: list[str] = []
-        self.console_errors: list[str] = []
-        self.page_errors: list[str] = []
-        self.page.route("**/*", self._route)
-        self.page.on("console", lambda m: self.console_errors.append(m.text) if m.type == "error" else None)
-        self.page.on("pageerror", lambda e: self.page_errors.append(str(e)))
+        host = urlparse(server).netloc
 
-    def _route(self, route: Any) -> None:
-        url = route.request.url
-        parsed = urlparse(url)
-        if parsed.scheme in ("data", "blob") or parsed.netloc == self.host:
-            route.continue_()
-        else:
-            self.outside.append(url)
-            route.abort()
+        def allow(url: str) -> bool:
+            parsed = urlparse(url)
+            return parsed.scheme in ("data", "blob") or parsed.netloc == host
+
+        super().__init__(browser, allow, timeout_ms=90_000)
 
     def open(self, url: str, idle: bool = True) -> None:
         """Go to `url` and wait until Bokeh has rendered its views (and the network is idle)."""

@@ -56,11 +56,6 @@ STOCHASTIC_SEED = 0
 # ------------------------------------------------------------------------------------------------
 
 
-def parse_value(text: str) -> float:
-    """A typed value as a float64 (see `formats.parse_value`: decimal, ±inf, nan, hex float)."""
-    return formats.parse_value(text)
-
-
 def resolve_policy(fmt: str | Format, convention: str, rounding: str = "",
                    overflow: str = "") -> CastPolicy:
     """The named convention's policy for `fmt`, with rounding/overflow replaced where given
@@ -298,7 +293,7 @@ def explain_value(text: str, fmt: str | Format = "E4M3FN", convention: str = "ml
     if not isinstance(decode_scale, (int, float)) or not math.isfinite(decode_scale) or decode_scale <= 0:
         raise ValueError(f"decode_scale must be a positive finite number (amax / F), got {decode_scale!r}")
     decode_scale = float(decode_scale)
-    x = parse_value(text)
+    x = formats.parse_value(text)
     x_scaled = x / decode_scale
     if math.isfinite(x) and x != 0 and not math.isfinite(x_scaled):
         raise ValueError(f"{text} / decode_scale {decode_scale} overflows float64")
