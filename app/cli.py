@@ -14,14 +14,14 @@ from typing import Sequence
 
 # subcommand modules, in help order; a module that is missing is skipped (work in progress)
 COMMANDS = (
-    "app.commands.formats_cmd",
-    "app.commands.cast_cmd",
-    "app.commands.simulate_cmd",
-    "app.commands.examples_cmd",
-    "app.commands.crosscheck_cmd",
-    "app.commands.bench_cmd",
-    "app.commands.serve_cmd",
-    "app.commands.export_cmd",
+    "lowprec.app.commands.formats_cmd",
+    "lowprec.app.commands.cast_cmd",
+    "lowprec.app.commands.simulate_cmd",
+    "lowprec.app.commands.examples_cmd",
+    "lowprec.app.commands.crosscheck_cmd",
+    "lowprec.app.commands.bench_cmd",
+    "lowprec.app.commands.serve_cmd",
+    "lowprec.app.commands.export_cmd",
 )
 
 

@@ -23,8 +23,8 @@ from typing import Any
 import panel as pn
 from bokeh.resources import INLINE
 
-from app import pages
-from app.lessons import load_lessons
+from lowprec.app import pages
+from lowprec.app.lessons import load_lessons
 
 #: per widget class: the control kept live offline and the values embedded (None = its options)
 EXPORT_STATES: dict[str, tuple[str, tuple[Any, ...] | None]] = {

@@ -16,6 +16,7 @@ disagree with the code. Every problem raises `LessonError` (a `ValueError`) nami
 from __future__ import annotations
 
 import re
+from importlib import resources
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Union
@@ -34,7 +35,10 @@ __all__ = [
     "render_blocks",
 ]
 
-DEFAULT_ROOT = Path(__file__).resolve().parents[1] / "content" / "lessons"
+#: the lessons shipped with the package (package data `lowprec/content/lessons/*.md`; in a checkout,
+#: `content/lessons/` through the `lowprec/content` link). lowprec is installed unzipped, so the
+#: resource is a real folder.
+DEFAULT_ROOT = Path(str(resources.files("lowprec").joinpath("content", "lessons")))
 
 ParamValue = Union[str, int, float, bool]
 
@@ -279,7 +283,7 @@ def placeholders(text: str) -> list[tuple[str, str | None]]:
 
 def _default_resolver() -> Resolver:
     try:
-        from simulations.examples import example
+        from lowprec.simulations.examples import example
     except ImportError as exc:  # pragma: no cover - only while simulations.examples is missing
         raise LessonError(f"cannot resolve placeholders: simulations.examples is not importable ({exc})") from exc
 
@@ -353,11 +357,13 @@ def load_lessons(root: Path | None = None) -> list[Lesson]:
     """
     folder = Path(root) if root is not None else DEFAULT_ROOT
     if not folder.is_dir():
-        raise LessonError(f"{folder}: lesson folder does not exist")
+        raise LessonError(f"{folder}: lesson folder does not exist (a broken install?)")
     lessons: list[Lesson] = []
     for path in sorted(folder.glob("*.md")):
         slug = _SLUG_PREFIX_RE.sub("", path.stem)
         lessons.append(parse_lesson(path.read_text(encoding="utf-8"), slug=slug, path=path))
+    if not lessons:
+        raise LessonError(f"{folder}: no lessons (*.md) in the lesson folder (a broken install?)")
     seen_order: dict[int, Path | None] = {}
     seen_slug: dict[str, Path | None] = {}
     for lesson in lessons:

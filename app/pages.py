@@ -21,7 +21,7 @@ from urllib.parse import parse_qs
 import panel as pn
 import param
 
-from app.lessons import (
+from lowprec.app.lessons import (
     Lesson,
     LessonError,
     MarkdownBlock,
@@ -29,7 +29,7 @@ from app.lessons import (
     load_lessons,
     render_blocks,
 )
-from app.widgets import WIDGETS, get_widget_class
+from lowprec.app.widgets import WIDGETS, get_widget_class
 
 ROUTE_HOME = ""
 SITE_TITLE = "lowprec — low-precision formats, explained bit by bit"
@@ -189,27 +189,16 @@ def widget_page(name: str, params: dict[str, Any] | None = None, sync: bool = Tr
     widget, view = build_widget(name, params)
     if sync and widget is not None:
         sync_url([PlacedWidget(name, widget, "")])
-    uses = [lesson for lesson in _lessons_safe() if f"::: widget {name}" in lesson.text]
+    uses = [lesson for lesson in load_lessons() if f"::: widget {name}" in lesson.text]
     links = ", ".join(f"[{lesson.title}]({href(lesson_route(lesson), False, suffix)})" for lesson in uses)
     intro = f"# {WIDGET_TITLES.get(name, name)}\n\n" + (f"Used in: {links}" if links else "")
     return page(name, [pn.pane.Markdown(intro, sizing_mode="stretch_width"), view], current=name,
                 suffix=suffix)
 
 
-def _lessons_safe() -> list[Lesson]:
-    try:
-        return load_lessons()
-    except LessonError:
-        return []
-
-
 def landing_page(suffix: str = "") -> pn.Column:
     """Title, the lessons in order (with summaries) and the widgets."""
-    try:
-        lessons = load_lessons()
-        problem = ""
-    except LessonError as exc:
-        lessons, problem = [], f"Invalid lessons: {exc}"
+    lessons = load_lessons()  # a missing or broken lesson folder is an error, never an empty list
     lines = [f"# {SITE_TITLE}", "",
              "Lessons with live widgets: every number is computed by the bit-exact format models.",
              "", '<a id="lessons"></a>', "## Lessons", ""]
@@ -219,8 +208,6 @@ def landing_page(suffix: str = "") -> pn.Column:
     for name in WIDGETS:
         lines.append(f"- [{name}]({href(widget_route(name), True, suffix)}) — {WIDGET_TITLES.get(name, '')}")
     objects: list[pn.viewable.Viewable] = [pn.pane.Markdown("\n".join(lines), sizing_mode="stretch_width")]
-    if problem:
-        objects.insert(0, pn.pane.Alert(problem, alert_type="danger"))
     return page(SITE_TITLE, objects, suffix=suffix)
 
 
@@ -228,7 +215,7 @@ def routes() -> dict[str, Callable[[], pn.viewable.Viewable]]:
     """Every page of the app keyed by route (see the module docstring); each value builds a fresh
     page per session."""
     table: dict[str, Callable[[], pn.viewable.Viewable]] = {"/": landing_page}
-    for lesson in _lessons_safe():
+    for lesson in load_lessons():
         table[lesson_route(lesson)] = _bind(lesson_page, lesson)
     for name in WIDGETS:
         table[widget_route(name)] = _bind(widget_page, name)
@@ -245,7 +232,7 @@ def _bind(fn: Callable[..., pn.viewable.Viewable], arg: Any) -> Callable[[], pn.
 def page_titles() -> dict[str, str]:
     """Browser-tab title per route."""
     titles = {"/": SITE_TITLE}
-    for lesson in _lessons_safe():
+    for lesson in load_lessons():
         titles[lesson_route(lesson)] = f"{lesson.title} · lowprec"
     for name in WIDGETS:
         titles[widget_route(name)] = f"{name} · lowprec"

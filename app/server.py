@@ -13,7 +13,7 @@ from typing import Any
 
 import panel as pn
 
-from app import pages
+from lowprec.app import pages
 
 
 def serve(port: int = 5006, address: str = "127.0.0.1", show: bool = True, start: bool = True,
@@ -36,6 +36,6 @@ def serve(port: int = 5006, address: str = "127.0.0.1", show: bool = True, start
 
 
 def _warm_up_recompute() -> None:
-    from simulations.recompute import warm_up
+    from lowprec.simulations.recompute import warm_up
 
     warm_up()

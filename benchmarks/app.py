@@ -17,17 +17,15 @@ import subprocess
 import sys
 import time
 import urllib.request
-from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
 BUDGET_MS = {"RecomputeDivergence": 1000.0}
 DEFAULT_BUDGET_MS = 50.0
 CHROMIUM = "/usr/bin/chromium"
 
 
 def _time_updates(name: str, repeats: int) -> float:
-    from app.widgets import get_widget_class
+    from lowprec.app.widgets import get_widget_class
 
     widget = get_widget_class(name)()
     widget.update()  # warm-up (caches, first-call imports)
@@ -55,8 +53,8 @@ def _first_page_s(routes: list[str]) -> dict[str, float | str]:
     if not os.path.exists(CHROMIUM):
         return {"first_page": f"n/a ({CHROMIUM} missing)"}
     port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "app.cli", "serve", "--no-show", "--port", str(port)],
-                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen([sys.executable, "-m", "lowprec.app.cli", "serve", "--no-show", "--port", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     out: dict[str, float | str] = {}
     try:
@@ -95,7 +93,7 @@ def _first_page_s(routes: list[str]) -> dict[str, float | str]:
 
 def run(quick: bool = False) -> dict[str, float | str]:
     """Figures: update_ms[Widget], within_budget[Widget], page_ready_s[route]."""
-    from app.widgets import WIDGETS
+    from lowprec.app.widgets import WIDGETS
 
     results: dict[str, Any] = {}
     for name in WIDGETS:

@@ -14,10 +14,10 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-import formats as F
-from benchmarks._timing import best_of
-from simulations.blocks import quantize_mx, quantize_nvfp4
-from simulations.delayed import DelayedScaler
+from lowprec import formats as F
+from lowprec.benchmarks._timing import best_of
+from lowprec.simulations.blocks import quantize_mx, quantize_nvfp4
+from lowprec.simulations.delayed import DelayedScaler
 
 
 def run(quick: bool = False) -> dict[str, Any]:

@@ -13,8 +13,8 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-import formats as F
-from benchmarks._timing import best_of
+from lowprec import formats as F
+from lowprec.benchmarks._timing import best_of
 
 
 def run(quick: bool = False) -> dict[str, Any]:

@@ -7,6 +7,6 @@ from typing import Any
 
 
 def run(quick: bool = False) -> dict[str, Any]:
-    from gpu.bench import run as gpu_run
+    from lowprec.gpu.bench import run as gpu_run
 
     return dict(gpu_run(quick=quick))

@@ -15,8 +15,8 @@ import ml_dtypes
 import numpy as np
 import torch
 
-import formats
-from simulations.recompute import VARIANTS, make_problem, run_recompute
+from lowprec import formats
+from lowprec.simulations.recompute import VARIANTS, make_problem, run_recompute
 
 LAYERS, WIDTH, BATCH, STEPS = 4, 64, 16, 20
 

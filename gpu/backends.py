@@ -26,9 +26,11 @@ from typing import Any
 
 import numpy as np
 
-from formats import Format, get_format
+import lowprec
+from lowprec.formats import Format, get_format
 
-ROOT = Path(__file__).resolve().parents[1]
+#: the folder that holds the `lowprec` package (the checkout's root, or site-packages)
+ROOT = Path(lowprec.__file__).resolve().parents[1]
 
 
 def _code_dtype(fmt: Format) -> type[np.unsignedinteger[Any]]:
@@ -246,7 +248,7 @@ def run_interpreted(op: str, timeout_s: float = 600.0, **arrays: Any) -> dict[st
         np.savez(src, **{k: np.asarray(v) for k, v in arrays.items()})  # type: ignore[arg-type]
         env = dict(os.environ, TRITON_INTERPRET="1")
         env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
-        r = subprocess.run([sys.executable, "-m", "gpu.kernels", op, str(src), str(dst)],
+        r = subprocess.run([sys.executable, "-m", "lowprec.gpu.kernels", op, str(src), str(dst)],
                            env=env, cwd=str(ROOT), capture_output=True, text=True,
                            timeout=timeout_s, check=False)
         if r.returncode != 0:

@@ -2,7 +2,7 @@
 scaled cast FP32/BF16 → E4M3FN throughput (bytes read + written per second) against a device
 float32 copy (`Tensor.copy_`, target ≥ 80 %), and the FP8 GEMM's TFLOP/s at 8192³ (2·M·N·K flops)
 against `torch._scaled_mm` with FP32 output (target ≥ 70 %). Times are `triton.testing.do_bench`
-medians. `run(quick)` follows the `benchmarks/` interface; `python -m gpu.bench --json OUT` runs it
+medians. `run(quick)` follows the `benchmarks/` interface; `python -m lowprec.gpu.bench --json OUT` runs it
 and rewrites OUT after every figure, so a run cut off by a time limit keeps what it measured;
 `budget_s` stops trying further GEMM tile configurations once spent (the `_scaled_mm` yardstick is
 always measured). Without CUDA it returns {'skipped': reason}.
@@ -122,7 +122,7 @@ def run(quick: bool = False, *, budget_s: float | None = None,
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m gpu.bench", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m lowprec.gpu.bench", description=__doc__)
     p.add_argument("--quick", action="store_true", help="smaller sizes (cast 64 Mi elements, GEMM 4096³)")
     p.add_argument("--json", default=None, help="write the figures here (rewritten after each one)")
     p.add_argument("--budget-s", type=float, default=None,

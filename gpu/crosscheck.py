@@ -32,7 +32,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from formats import decode, encode, get_format, policy_for
+from lowprec.formats import decode, encode, get_format, policy_for
 
 from . import vectors
 from .backends import Backend, get_backend
@@ -495,7 +495,7 @@ def gemm_error_bound(abs_product: np.ndarray, k: int, *, block_k: int, acc_bits:
 
 
 # ------------------------------------------------------------------------------------------------
-# python -m gpu.crosscheck
+# python -m lowprec.gpu.crosscheck
 # ------------------------------------------------------------------------------------------------
 
 
@@ -523,7 +523,7 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m gpu.crosscheck",
+    p = argparse.ArgumentParser(prog="python -m lowprec.gpu.crosscheck",
                                 description="Cross-check a backend against its format convention.")
     p.add_argument("--backend", required=True, help="ml_dtypes, torch, torch-cuda, triton, "
                    "triton-interpret")

@@ -15,7 +15,7 @@ GEMM: `C = (Σ_k A[m,k]·B[k,n]) · a_decode_scale[m] · b_decode_scale[n]` with
 accumulates BLOCK_K products per `tl.dot` and promotes to an FP32 accumulator after each
 (`max_num_imprecise_acc=BLOCK_K`; see `gpu.crosscheck.gemm_error_bound` for the stated bound).
 
-`python -m gpu.kernels OP IN.npz OUT.npz` runs one operation on CPU tensors; `gpu.backends` uses it
+`python -m lowprec.gpu.kernels OP IN.npz OUT.npz` runs one operation on CPU tensors; `gpu.backends` uses it
 with TRITON_INTERPRET=1 in a child process (the interpreter's fp8 casts are not an oracle).
 """
 
@@ -283,7 +283,7 @@ def _main(argv: list[str]) -> int:
     """OP IN.npz OUT.npz; OP 'batch' runs jobs whose arrays are keyed 'JOB/OP/NAME' and writes
     results keyed 'JOB/NAME' (one child process for many small kernels)."""
     if len(argv) != 3:
-        print("usage: python -m gpu.kernels {cast,decode,mx,gemm,batch} IN.npz OUT.npz",
+        print("usage: python -m lowprec.gpu.kernels {cast,decode,mx,gemm,batch} IN.npz OUT.npz",
               file=sys.stderr)
         return 2
     op, src, dst = argv

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from formats import FloatFormat, Format, IntFormat, code_table, get_format
+from lowprec.formats import FloatFormat, Format, IntFormat, code_table, get_format
 
 _NAN_BITS = np.array([0x7FC00000, 0xFFC00000, 0x7F800001, 0x7FA00000, 0x7F812345, 0xFFFFFFFF,
                       0xFF812345], np.uint32)

@@ -1,4 +1,4 @@
-"""Output plumbing shared by the `python -m simulations.<name>` entry points: strict JSON (no NaN or
+"""Output plumbing shared by the `python -m lowprec.simulations.<name>` entry points: strict JSON (no NaN or
 Infinity tokens, which are not JSON; results map non-finite values to null in their `to_dict()`) or
 text written to a path, or to stdout when the path is absent or "-", and the one-line error report
 (`prog: error: message`, exit status 2) used for bad arguments. No simulation maths lives here.

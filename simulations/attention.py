@@ -28,7 +28,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from formats import CastPolicy, FloatFormat, IntFormat, Overflow, Rounding, decode, encode, get_format
+from lowprec.formats import CastPolicy, FloatFormat, IntFormat, Overflow, Rounding, decode, encode, get_format
 
 from ._io import ArgumentParser, error_exit, write_json
 
@@ -497,12 +497,12 @@ def attention_product_example(probs: Sequence[str] = ("0.6", "0.3", "0.1"),
 
 
 # ------------------------------------------------------------------------------------------------
-# python -m simulations.attention
+# python -m lowprec.simulations.attention
 # ------------------------------------------------------------------------------------------------
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = ArgumentParser(prog="python -m simulations.attention",
+    parser = ArgumentParser(prog="python -m lowprec.simulations.attention",
                                      description="Attention-probability rounding; writes JSON.")
     parser.add_argument("--format", default="E4M3FN")
     parser.add_argument("--rounding", default="nearest_even", choices=ROUNDINGS)

@@ -36,8 +36,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-import formats
-from formats import E2M1, E4M3FN, E8M0, CastPolicy, FloatFormat
+from lowprec import formats
+from lowprec.formats import E2M1, E4M3FN, E8M0, CastPolicy, FloatFormat
 
 from ._io import ArgumentParser, add_json_argument, run_main
 from .scaling import Granularity, error_metrics, _json_float, _json_list
@@ -578,7 +578,7 @@ def blocks_study(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = ArgumentParser(prog="python -m simulations.blocks", description="block-format study → JSON")
+    p = ArgumentParser(prog="python -m lowprec.simulations.blocks", description="block-format study → JSON")
     p.add_argument("--rows", type=int, default=64)
     p.add_argument("--cols", type=int, default=256)
     p.add_argument("--distribution", default="student_t", choices=DISTRIBUTIONS)

@@ -24,7 +24,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from formats import CastPolicy, FloatFormat, Overflow, code_table, decode, encode, get_format
+from lowprec.formats import CastPolicy, FloatFormat, Overflow, code_table, decode, encode, get_format
 
 from ._io import ArgumentParser, write_json
 
@@ -497,7 +497,7 @@ def scaling_comparison(fmt: Any = "E5M2", gradients: Sequence[tuple[str, float, 
 
 
 # ------------------------------------------------------------------------------------------------
-# python -m simulations.cliffs
+# python -m lowprec.simulations.cliffs
 # ------------------------------------------------------------------------------------------------
 
 
@@ -515,7 +515,7 @@ def all_cliffs() -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = ArgumentParser(prog="python -m simulations.cliffs",
+    parser = ArgumentParser(prog="python -m lowprec.simulations.cliffs",
                                      description="Precision cliffs; writes JSON.")
     parser.add_argument("--json", metavar="OUT", help="output file (default: stdout)")
     args = parser.parse_args(argv)

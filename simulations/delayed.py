@@ -30,8 +30,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-import formats
-from formats import CastPolicy, Format
+from lowprec import formats
+from lowprec.formats import CastPolicy, Format
 
 from ._io import ArgumentParser, add_json_argument, run_main, write_text
 from .scaling import _json_float, clips
@@ -402,7 +402,7 @@ def simulate_stream(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = ArgumentParser(prog="python -m simulations.delayed",
+    p = ArgumentParser(prog="python -m lowprec.simulations.delayed",
                                 description="delayed vs current scaling over a tensor stream → JSON/CSV")
     p.add_argument("--format", default="E4M3FN")
     p.add_argument("--history", type=int, default=16)

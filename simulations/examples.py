@@ -23,7 +23,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from formats import (
+from lowprec.formats import (
     BF16,
     E2M1,
     E4M3FN,
@@ -152,12 +152,12 @@ def _cast(x: float, fmt: Any, convention: str | None = None) -> float:
 
 
 def attention_product() -> Example:
-    from simulations.attention import attention_product_example
+    from lowprec.simulations.attention import attention_product_example
 
     r = attention_product_example()
     return Example(
         "attention_product", "Rounded attention probabilities lose the product",
-        "simulations.attention.attention_product_example: P rounded to multiples of 0.25 "
+        "lowprec.simulations.attention.attention_product_example: P rounded to multiples of 0.25 "
         "(nearest-even), products summed exactly with Fractions",
         {"probs": r.probs, "probs_rounded": r.probs_rounded, "values": r.values,
          "grid_step": r.grid_step, "exact_product": float(r.exact_product),
@@ -170,7 +170,7 @@ def attention_product() -> Example:
 
 
 def bf16_tie_flip() -> Example:
-    from simulations.cliffs import tie_flip
+    from lowprec.simulations.cliffs import tie_flip
 
     even = tie_flip("BF16", 1.0, 2.0 ** -16)
     odd = tie_flip("BF16", even.upper, 2.0 ** -16)
@@ -198,13 +198,13 @@ def bf16_tie_flip() -> Example:
 
 
 def fp32_absorption() -> Example:
-    from simulations.cliffs import absorption
+    from lowprec.simulations.cliffs import absorption
 
     r32 = absorption("FP32", 1e-8)
     thresholds = {f: absorption(f, 0.0).threshold for f in ("FP32", "BF16", "FP16")}
     return Example(
         "fp32_absorption", "1 + 1e-8 == 1 in FP32",
-        "simulations.cliffs.absorption: the exact sum rounded once to the format (nearest-even); "
+        "lowprec.simulations.cliffs.absorption: the exact sum rounded once to the format (nearest-even); "
         "threshold = half the gap above 1 (a tie at exactly the threshold goes to 1, whose code is even)",
         {"x": r32.x, "x_in_fp32": r32.x_in_format, "sum_fp32": r32.total, "absorbed": r32.absorbed,
          "statement": f"1 + {_short_exp(r32.x)} {'==' if r32.absorbed else '!='} 1 in FP32",
@@ -220,11 +220,11 @@ def fp32_absorption() -> Example:
 
 
 def fake_quant_scalar() -> Example:
-    from simulations.cliffs import fake_quant_scalar as fq
+    from lowprec.simulations.cliffs import fake_quant_scalar as fq
 
     return Example(
         "fake_quant_scalar", "Fake quantization of a scalar",
-        "simulations.cliffs.fake_quant_scalar: clamp(round_half_even(x / s) + z, qmin, qmax), "
+        "lowprec.simulations.cliffs.fake_quant_scalar: clamp(round_half_even(x / s) + z, qmin, qmax), "
         "then (q − z)·s",
         {"x1": 0.6, "scale": 0.25, "zero_point": 0, "qmin": -7, "qmax": 7,
          "result1": fq(0.6, 0.25, 0, -7, 7), "x2": 2.0, "result2": fq(2.0, 0.25, 0, -7, 7),
@@ -370,7 +370,7 @@ def kv_cache_memory() -> Example:
 
 
 def softmax_saturation() -> Example:
-    from simulations.cliffs import softmax_saturation as sat
+    from lowprec.simulations.cliffs import softmax_saturation as sat
 
     values: dict[str, Value] = {}
     for fmt in ("FP32", "BF16", "FP16"):
@@ -384,7 +384,7 @@ def softmax_saturation() -> Example:
         values[f"{key}_grad_reference"] = r.grad_reference[r.target]
     return Example(
         "softmax_saturation", "A probability that rounds to 1 loses its gradient",
-        "simulations.cliffs.softmax_saturation: softmax op by op in each format (nearest-even), "
+        "lowprec.simulations.cliffs.softmax_saturation: softmax op by op in each format (nearest-even), "
         "logits [d, 0, 0] with the smallest integer d that saturates; target class 0; the rewrite "
         "is −Σ_{k≠y} e_k / Σ e_k; the reference is float64",
         values | {"statement": (
@@ -427,12 +427,12 @@ def e8m0_ties() -> Example:
 
 
 def bf16_update_stall() -> Example:
-    from simulations.cliffs import update_stall_sweep
+    from lowprec.simulations.cliffs import update_stall_sweep
 
     r = update_stall_sweep(np.array([2.0 ** -10, 2.0 ** -8]), steps=100)
     return Example(
         "bf16_update_stall", "Updates below half a BF16 gap never move the weight",
-        "simulations.cliffs.update_stall_sweep: weight 1.0, gradient 1, 100 SGD steps in BF16 vs an "
+        "lowprec.simulations.cliffs.update_stall_sweep: weight 1.0, gradient 1, 100 SGD steps in BF16 vs an "
         "FP32 master weight",
         {"weight": r.weight, "stall_threshold": r.stall_threshold,
          "stall_threshold_text": _pow2_text(r.stall_threshold),
@@ -493,7 +493,7 @@ def list_examples() -> list[Example]:
 
 
 def _mx_scale_rounding() -> Example:
-    from simulations.blocks import mx_scale_rule_table
+    from lowprec.simulations.blocks import mx_scale_rule_table
 
     amax = 957.0  # input: a block amax just above 2 × 448
     rows = {r["rule"]: r for r in mx_scale_rule_table(amax, "E4M3FN")}
@@ -509,13 +509,13 @@ def _mx_scale_rounding() -> Example:
                          f"{_format_number(_num(values['rceil_decoded']), None)}")
     return Example(
         "mx_scale_rounding", "MX scale rule: floor saturates, rceil does not",
-        "simulations.blocks.mx_scale_rule_table(957, 'E4M3FN'): one block, the E8M0 exponent per "
+        "lowprec.simulations.blocks.mx_scale_rule_table(957, 'E4M3FN'): one block, the E8M0 exponent per "
         "scale rule and what the amax decodes as",
         values, {k: "" for k in values}, "summary")
 
 
 def _delayed_spike() -> Example:
-    from simulations.delayed import simulate_stream
+    from lowprec.simulations.delayed import simulate_stream
 
     history_len, spike_step, spike, steps = 16, 100, 50.0, 140  # inputs: the default spike scenario
     r = simulate_stream("E4M3FN", history_len=history_len, algo="max", steps=steps,
@@ -534,7 +534,7 @@ def _delayed_spike() -> Example:
                   "clipped_at_spike_delayed_percent": "%"})
     return Example(
         "delayed_spike", "A spike under delayed scaling",
-        "simulations.delayed.simulate_stream: E4M3FN, amax history 16 (max), the whole tensor × 50 "
+        "lowprec.simulations.delayed.simulate_stream: E4M3FN, amax history 16 (max), the whole tensor × 50 "
         "at step 100, seed 0; clipped fraction = |x · scale| > 464, the top of 448's rounding bin",
         values, units, "clipped_at_spike_delayed_percent",
         digits={"clipped_at_spike_delayed": 3, "clipped_at_spike_current": 3,
@@ -545,8 +545,8 @@ def _delayed_spike() -> Example:
 def _register_optional() -> None:
     """Examples that need modules other parts of the project provide: registered only when the module
     exists (found without importing it; the example function imports it when called)."""
-    for name, module, fn in (("mx_scale_rounding", "simulations.blocks", _mx_scale_rounding),
-                             ("delayed_spike", "simulations.delayed", _delayed_spike)):
+    for name, module, fn in (("mx_scale_rounding", "lowprec.simulations.blocks", _mx_scale_rounding),
+                             ("delayed_spike", "lowprec.simulations.delayed", _delayed_spike)):
         try:
             found = importlib.util.find_spec(module) is not None
         except ImportError:
@@ -558,16 +558,16 @@ def _register_optional() -> None:
 _register_optional()
 
 try:  # lesson-specific examples written by the curriculum
-    _extra = importlib.import_module("simulations.examples_extra")
+    _extra = importlib.import_module("lowprec.simulations.examples_extra")
 except ModuleNotFoundError as _exc:
-    if _exc.name != "simulations.examples_extra":
+    if _exc.name != "lowprec.simulations.examples_extra":
         raise
 else:
     EXAMPLES.update(getattr(_extra, "EXAMPLES", {}))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = ArgumentParser(prog="python -m simulations.examples",
+    parser = ArgumentParser(prog="python -m lowprec.simulations.examples",
                                      description="List the worked examples; writes JSON.")
     parser.add_argument("--json", metavar="OUT", help="output file (default: a text listing on stdout)")
     args = parser.parse_args(argv)

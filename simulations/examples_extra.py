@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
-import formats
-from formats import (
+from lowprec import formats
+from lowprec.formats import (
     BF16, E2M1, E4M3FN, E4M3FNUZ, E5M2, E5M2FNUZ, E8M0, FP16, FP32, CastPolicy, Overflow, Rounding, Subnormals,
 )
 
 if TYPE_CHECKING:  # Example lives in simulations.examples, which imports this module
-    from simulations.examples import Example
+    from lowprec.simulations.examples import Example
 
 __all__ = ["EXAMPLES"]
 
@@ -36,7 +36,7 @@ def _example(
 ) -> "Example":
     """Build the registry's Example; a field ending in `_pct` is a percentage (unit %, 1 decimal
     unless `digits` says otherwise)."""
-    from simulations.examples import Example
+    from lowprec.simulations.examples import Example
 
     units = dict(units)
     shown = {k: 1 for k in values if k.endswith("_pct")}
@@ -176,7 +176,7 @@ def scale_conventions() -> "Example":
 
 
 def zero_tensor_scale() -> "Example":
-    from simulations import scaling
+    from lowprec.simulations import scaling
 
     values = {
         "decode_scale_zero": float(scaling.decode_scale(0.0, E4M3FN)),
@@ -186,7 +186,7 @@ def zero_tensor_scale() -> "Example":
     }
     return _example(
         "zero_tensor_scale", "The safe scale of an all-zero (or non-finite) amax",
-        "simulations.scaling.decode_scale / encode_scale with amax 0, NaN and 3.5 (E4M3FN)",
+        "lowprec.simulations.scaling.decode_scale / encode_scale with amax 0, NaN and 3.5 (E4M3FN)",
         values, {k: "" for k in values}, "decode_scale_zero",
     )
 

@@ -128,7 +128,7 @@ def hadamard_study(shape: Sequence[int] = (64, 256), outlier: float = 100.0, see
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = ArgumentParser(prog="python -m simulations.hadamard",
+    p = ArgumentParser(prog="python -m lowprec.simulations.hadamard",
                                 description="random Hadamard transform study (blocks of 16) → JSON")
     p.add_argument("--rows", type=int, default=64)
     p.add_argument("--cols", type=int, default=256, help="inner dimension K (a multiple of 32)")

@@ -35,7 +35,7 @@ import numpy as np
 import torch
 from torch.utils.checkpoint import CheckpointError, checkpoint, set_checkpoint_early_stop
 
-from formats import BF16, CastPolicy, FloatFormat, Overflow, Rounding, decode, encode, get_format
+from lowprec.formats import BF16, CastPolicy, FloatFormat, Overflow, Rounding, decode, encode, get_format
 
 from ._io import ArgumentParser, error_exit, write_json, write_text
 
@@ -975,7 +975,7 @@ def simulate_concurrent_entry(per_worker_state: bool = False, fmt: str | FloatFo
 
 
 # ------------------------------------------------------------------------------------------------
-# command line: python -m simulations.recompute
+# command line: python -m lowprec.simulations.recompute
 # ------------------------------------------------------------------------------------------------
 
 
@@ -1026,7 +1026,7 @@ def write_outputs(result: RecomputeResult, json_path: str | None, csv_path: str 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = ArgumentParser(prog="python -m simulations.recompute",
+    p = ArgumentParser(prog="python -m lowprec.simulations.recompute",
                                 description="Recompute divergence under activation checkpointing.")
     add_arguments(p)
     args = p.parse_args(argv)

@@ -29,8 +29,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-import formats
-from formats import CastPolicy, Format, FloatFormat
+from lowprec import formats
+from lowprec.formats import CastPolicy, Format, FloatFormat
 
 from ._io import ArgumentParser, add_json_argument, run_main
 
@@ -746,7 +746,7 @@ def transpose_study(
 
 
 # ------------------------------------------------------------------------------------------------
-# python -m simulations.scaling
+# python -m lowprec.simulations.scaling
 # ------------------------------------------------------------------------------------------------
 
 
@@ -764,7 +764,7 @@ def run_grouping(study: str, fmt: str = "E4M3FN", rows: int = 64, cols: int = 64
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = ArgumentParser(prog="python -m simulations.scaling", description="grouping studies → JSON")
+    p = ArgumentParser(prog="python -m lowprec.simulations.scaling", description="grouping studies → JSON")
     p.add_argument("--study", default="outlier", choices=("outlier", "scale_choice", "transpose"))
     p.add_argument("--format", default="E4M3FN")
     p.add_argument("--rows", type=int, default=64)

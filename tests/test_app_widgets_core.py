@@ -16,15 +16,15 @@ import numpy as np
 import pytest
 import torch
 
-import formats
-from formats import parse_value
-from app.plots.bins import (
+from lowprec import formats
+from lowprec.formats import parse_value
+from lowprec.app.plots.bins import (
     EXPLORER_FORMATS,
     bins_sources,
     explain_value,
     window_bins,
 )
-from app.plots.conventions import conventions_sources
+from lowprec.app.plots.conventions import conventions_sources
 
 ML = {"E4M3FN": ml_dtypes.float8_e4m3fn, "E5M2": ml_dtypes.float8_e5m2, "BF16": ml_dtypes.bfloat16,
       "FP16": np.float16, "E2M1": ml_dtypes.float4_e2m1fn, "E3M2": ml_dtypes.float6_e3m2fn,
@@ -240,7 +240,7 @@ def test_refused_inputs_raise_value_error() -> None:
 
 
 def test_bin_explorer_defaults_and_every_option() -> None:
-    from app.widgets import BinExplorer
+    from lowprec.app.widgets import BinExplorer
 
     w = BinExplorer()
     assert w.view.main.code == ml_code(3.3, "E4M3FN")
@@ -258,7 +258,7 @@ def test_bin_explorer_defaults_and_every_option() -> None:
 
 
 def test_bin_explorer_value_change_updates_plots_as_ml_dtypes_says() -> None:
-    from app.widgets import BinExplorer
+    from lowprec.app.widgets import BinExplorer
 
     w = BinExplorer(format="E5M2", compare_format="E4M3FN")
     before = dict(w.sources["points"].data)
@@ -272,7 +272,7 @@ def test_bin_explorer_value_change_updates_plots_as_ml_dtypes_says() -> None:
 
 
 def test_bin_explorer_overflow_convention_edges() -> None:
-    from app.widgets import BinExplorer
+    from lowprec.app.widgets import BinExplorer
 
     w = BinExplorer(value="465", rounding="")
     assert w.view.main.code == ml_code(465.0, "E4M3FN") == 0x7F  # ml_dtypes: NaN
@@ -282,7 +282,7 @@ def test_bin_explorer_overflow_convention_edges() -> None:
 
 
 def test_bin_explorer_flip_bits() -> None:
-    from app.widgets import BinExplorer
+    from lowprec.app.widgets import BinExplorer
 
     w = BinExplorer(format="E4M3FN", value="448")
     code = ml_code(448.0, "E4M3FN")
@@ -298,7 +298,7 @@ def test_bin_explorer_flip_bits() -> None:
 
 
 def test_bin_explorer_garbage_shows_message_and_keeps_view() -> None:
-    from app.widgets import BinExplorer
+    from lowprec.app.widgets import BinExplorer
 
     w = BinExplorer(value="3.3")
     before = {k: dict(v.data) for k, v in w.sources.items()}
@@ -312,7 +312,7 @@ def test_bin_explorer_garbage_shows_message_and_keeps_view() -> None:
 
 
 def test_bin_explorer_decode_scale_param() -> None:
-    from app.widgets import BinExplorer
+    from lowprec.app.widgets import BinExplorer
 
     w = BinExplorer(value="1000")
     w.decode_scale = 4.0
@@ -322,7 +322,7 @@ def test_bin_explorer_decode_scale_param() -> None:
 
 
 def test_code_table_only_for_small_formats() -> None:
-    from app.widgets import BinExplorer
+    from lowprec.app.widgets import BinExplorer
 
     w = BinExplorer(format="E2M1")
     data = w.sources["table"].data
@@ -341,7 +341,7 @@ def _row(data: dict, convention: str, column: str) -> str:
 
 
 def test_conventions_table_matches_backends() -> None:
-    from app.widgets import Conventions
+    from lowprec.app.widgets import Conventions
 
     w = Conventions()
     data = w.sources["table"].data
@@ -371,8 +371,8 @@ def test_conventions_widget_reads_the_crosscheck_reports(tmp_path: Path, monkeyp
     tried and the mismatches summed from that format's checks (sums written here from the JSON)."""
     import json
 
-    import app.plots.conventions as conv
-    from app.widgets import Conventions
+    import lowprec.app.plots.conventions as conv
+    from lowprec.app.widgets import Conventions
 
     report = {"schema": "lowprec.crosscheck/1", "backend": "triton", "convention": "triton_nvidia",
               "version": "triton 9.9", "device": "H200", "date": "2026-01-02T03:04:05+00:00",
@@ -398,8 +398,8 @@ def test_conventions_widget_reads_the_crosscheck_reports(tmp_path: Path, monkeyp
 def test_conventions_widget_lists_the_committed_reports() -> None:
     import json
 
-    from app.plots.conventions import REPORTS_DIR
-    from app.widgets import Conventions
+    from lowprec.app.plots.conventions import REPORTS_DIR
+    from lowprec.app.widgets import Conventions
 
     expected = []
     for path in sorted(REPORTS_DIR.glob("*.json")):
@@ -410,7 +410,7 @@ def test_conventions_widget_lists_the_committed_reports() -> None:
 
 
 def test_bin_explorer_legends_name_the_formats() -> None:
-    from app.widgets import BinExplorer
+    from lowprec.app.widgets import BinExplorer
 
     def labels(fig: object) -> list[str]:
         return [item.label.value for item in fig.legend[0].items]  # type: ignore[attr-defined]

@@ -22,15 +22,15 @@ import panel as pn
 import pytest
 import torch
 
-from app.plots.style import power_of_two_text
-from app.widgets import get_widget_class
-from app.widgets._sim_base import SimulationWidget
-from app.widgets.attention_rounding import AttentionRounding
-from app.widgets.block_formats import BlockFormats
-from app.widgets.delayed_spike import DelayedSpike
-from app.widgets.recompute_divergence import RecomputeDivergence
-from app.widgets.scale_grouping import ScaleGrouping
-from simulations import attention, blocks, delayed, recompute, scaling
+from lowprec.app.plots.style import power_of_two_text
+from lowprec.app.widgets import get_widget_class
+from lowprec.app.widgets._sim_base import SimulationWidget
+from lowprec.app.widgets.attention_rounding import AttentionRounding
+from lowprec.app.widgets.block_formats import BlockFormats
+from lowprec.app.widgets.delayed_spike import DelayedSpike
+from lowprec.app.widgets.recompute_divergence import RecomputeDivergence
+from lowprec.app.widgets.scale_grouping import ScaleGrouping
+from lowprec.simulations import attention, blocks, delayed, recompute, scaling
 
 E4M3_MAX = 448.0
 F32_EPS = 2.0**-23
@@ -605,7 +605,7 @@ def test_transposed_view_toggle_changes_the_plot() -> None:
 def test_recompute_scale_trace_offsets_layers() -> None:
     """Layers with equal scales stay visible: each layer's markers sit at step + a fixed offset,
     distinct per layer, within ±0.25 step."""
-    from app.plots.recompute import recompute_sources
+    from lowprec.app.plots.recompute import recompute_sources
 
     r = recompute.run_recompute("fixed", layers=3, width=8, steps=2, batch=4)
     sc = recompute_sources(r)["scales"]
@@ -620,7 +620,7 @@ def test_grouping_colour_bars_span_the_simulated_scales(granularity: str) -> Non
     parameter change."""
     from bokeh.models.annotations import ColorBar
 
-    from app.widgets import ScaleGrouping
+    from lowprec.app.widgets import ScaleGrouping
 
     w = ScaleGrouping(format="E2M1", granularity="tensor")
     w.granularity = granularity

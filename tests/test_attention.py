@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 import torch
 
-from simulations.attention import (
+from lowprec.simulations.attention import (
     AttentionInputs,
     attention_product_example,
     make_inputs,
@@ -331,8 +331,8 @@ def test_result_is_json_and_reproducible() -> None:
 
 
 def test_module_main_and_cli_write_json(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from app.cli import main as cli_main
-    from simulations.attention import main
+    from lowprec.app.cli import main as cli_main
+    from lowprec.simulations.attention import main
 
     out = tmp_path / "a.json"
     assert main(["--seq", "8", "--head-dim", "4", "--trials", "10", "--rounding", "stochastic",
@@ -351,7 +351,7 @@ def test_module_main_and_cli_write_json(tmp_path) -> None:  # type: ignore[no-un
 
 
 def test_plot_sources_have_matching_columns() -> None:
-    from app.plots.attention import attention_layout, attention_sources
+    from lowprec.app.plots.attention import attention_layout, attention_sources
 
     r = simulate_attention(8, 4, "E5M2", "stochastic", trials=20, seed=1)
     src = attention_sources(r)

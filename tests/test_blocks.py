@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from simulations import blocks as B
+from lowprec.simulations import blocks as B
 from tests.scaling_oracles import DTYPES, code_value, fmt_max, positive_grid, rne_code
 
 RULES = ("floor", "ceil", "rceil", "even")
@@ -153,7 +153,7 @@ def test_mx_float64_input_matches_float32() -> None:
 
 
 def test_mx_stochastic_reproducible() -> None:
-    from formats import CastPolicy
+    from lowprec.formats import CastPolicy
 
     x = np.random.default_rng(3).standard_normal((4, 64)).astype(np.float32)
     pol = CastPolicy(rounding="stochastic", overflow="saturate")  # type: ignore[arg-type]
@@ -302,7 +302,7 @@ def test_blocks_study_json() -> None:
 def test_results_to_dict_json() -> None:
     import json
 
-    from simulations.scaling import quantize_scaled
+    from lowprec.simulations.scaling import quantize_scaled
 
     x = np.random.default_rng(9).standard_normal((16, 32)).astype(np.float32)
     x[0, 0] = np.nan

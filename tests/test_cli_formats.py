@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-import formats as F
-from app.cli import main
+from lowprec import formats as F
+from lowprec.app.cli import main
 
 
 def _json_out(capsys: pytest.CaptureFixture[str], argv: list[str]) -> object:

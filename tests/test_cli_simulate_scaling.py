@@ -1,4 +1,4 @@
-"""`lowprec simulate spike|grouping|blocks` and `python -m simulations.<name>` for the scaling
+"""`lowprec simulate spike|grouping|blocks` and `python -m lowprec.simulations.<name>` for the scaling
 simulations: files written, JSON shape, offline HTML, clear errors, quiet progress."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from app.cli import main
+from lowprec.app.cli import main
 from tests.conftest import ROOT
 
 
@@ -96,17 +96,17 @@ def test_json_to_stdout(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_python_m_simulations(tmp_path: Path) -> None:
     out = tmp_path / "d.json"
-    res = subprocess.run([sys.executable, "-m", "simulations.delayed", "--steps", "12", "--spike-step", "6",
+    res = subprocess.run([sys.executable, "-m", "lowprec.simulations.delayed", "--steps", "12", "--spike-step", "6",
                           "--size", "128", "--json", str(out), "--csv", str(tmp_path / "d.csv")],
                          cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     assert len(json.loads(out.read_text())["steps"]) == 12
-    from simulations import blocks, scaling
+    from lowprec.simulations import blocks, scaling
 
     assert blocks.main(["--rows", "16", "--cols", "32", "--json", str(tmp_path / "b.json")]) == 0
     assert scaling.main(["--study", "transpose", "--rows", "32", "--cols", "32", "--json", str(tmp_path / "t.json")]) == 0
     assert json.loads((tmp_path / "b.json").read_text())["study"] == "blocks"
-    from simulations import hadamard
+    from lowprec.simulations import hadamard
 
     assert hadamard.main(["--rows", "4", "--cols", "32", "--json", str(tmp_path / "h.json")]) == 0
     assert json.loads((tmp_path / "h.json").read_text())["study"] == "hadamard"
@@ -121,8 +121,8 @@ class _FakeTTY(io.StringIO):
 
 @pytest.mark.parametrize("quiet", [False, True])
 def test_progress_bar_is_driven(quiet: bool) -> None:
-    from app.commands.progress import ProgressBar
-    from simulations.delayed import simulate_stream
+    from lowprec.app.commands.progress import ProgressBar
+    from lowprec.simulations.delayed import simulate_stream
 
     stream = _FakeTTY()
     bar = ProgressBar("spike", quiet=quiet, stream=stream, delay_s=0.0)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from simulations.cliffs import (
+from lowprec.simulations.cliffs import (
     absorption,
     add_in,
     all_cliffs,
@@ -296,7 +296,7 @@ def test_scaling_comparison_against_ml_dtypes() -> None:
 
 
 def test_all_cliffs_is_json(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from simulations.cliffs import main
+    from lowprec.simulations.cliffs import main
 
     json.dumps(all_cliffs(), allow_nan=False)
     out = tmp_path / "cliffs.json"

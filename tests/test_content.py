@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from app.lessons import (
+from lowprec.app.lessons import (
     Lesson,
     LessonError,
     MarkdownBlock,
@@ -164,7 +164,7 @@ def test_widget_classes_accept_directive_params(widget: str) -> None:
     """Each directive's parameters pass the widget's own param validation, and the widget built
     with them shows no "Invalid" message (the widget's `error` text stays empty)."""
     try:
-        from app.widgets import get_widget_class
+        from lowprec.app.widgets import get_widget_class
 
         cls: Any = get_widget_class(widget)
     except (ImportError, AttributeError, ValueError) as exc:

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 import torch
 
-from app.cli import main as cli_main
-from gpu import crosscheck, vectors
-from gpu.backends import Backend, MlDtypesBackend, TorchBackend, backend_names, get_backend
+from lowprec.app.cli import main as cli_main
+from lowprec.gpu import crosscheck, vectors
+from lowprec.gpu.backends import Backend, MlDtypesBackend, TorchBackend, backend_names, get_backend
 
 FULL_N_RANDOM = 1_000_000
 

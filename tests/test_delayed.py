@@ -11,7 +11,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from simulations import delayed as D
+from lowprec.simulations import delayed as D
 
 F = 448.0
 
@@ -151,7 +151,7 @@ def test_bad_input(kwargs: dict, exc: type, match: str) -> None:
 def test_batched_stream_equals_stepping_the_scalers(kw: dict) -> None:
     """simulate_stream batches steps; stepping DelayedScaler/CurrentScaler.quantize one tensor at a
     time and calling cast_metrics must give the same bits for every metric."""
-    import simulations.delayed as D
+    import lowprec.simulations.delayed as D
 
     args = dict(fmt="E4M3FN", history_len=16, algo="max", margin=0, steps=200, spike_step=100, spike=50.0,
                 seed=0, stream="spike", size=4096)

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 import torch
 
-from simulations import examples as ex
-from simulations.examples import EXAMPLES, Example, example, list_examples
+from lowprec.simulations import examples as ex
+from lowprec.simulations.examples import EXAMPLES, Example, example, list_examples
 
 def vals(name: str) -> dict[str, Any]:
     """An example's values, typed loosely for the assertions below."""
@@ -60,15 +60,15 @@ def test_every_example_is_complete_and_json(name: str) -> None:
 
 
 def test_extra_examples_are_merged() -> None:
-    if importlib.util.find_spec("simulations.examples_extra") is None:
+    if importlib.util.find_spec("lowprec.simulations.examples_extra") is None:
         pytest.skip("no simulations/examples_extra.py")
-    import simulations.examples_extra as extra
+    import lowprec.simulations.examples_extra as extra
 
     assert set(extra.EXAMPLES) <= set(EXAMPLES)
 
 
 def test_optional_examples_follow_their_modules() -> None:
-    for name, module in (("mx_scale_rounding", "simulations.blocks"), ("delayed_spike", "simulations.delayed")):
+    for name, module in (("mx_scale_rounding", "lowprec.simulations.blocks"), ("delayed_spike", "lowprec.simulations.delayed")):
         assert (name in EXAMPLES) == (importlib.util.find_spec(module) is not None)
 
 
@@ -219,7 +219,7 @@ def test_e8m0_ties() -> None:
 
 def test_mx_scale_rounding() -> None:
     if "mx_scale_rounding" not in EXAMPLES:
-        pytest.skip("simulations.blocks not present")
+        pytest.skip("lowprec.simulations.blocks not present")
     v = vals("mx_scale_rounding")
     e4 = ml_dtypes.float8_e4m3fn
     x_floor = math.floor(math.log2(957)) - 8  # OCP: floor(log2 amax) − emax(E4M3) = 9 − 8
@@ -232,7 +232,7 @@ def test_mx_scale_rounding() -> None:
 
 def test_delayed_spike_is_consistent() -> None:
     if "delayed_spike" not in EXAMPLES:
-        pytest.skip("simulations.delayed not present")
+        pytest.skip("lowprec.simulations.delayed not present")
     v = vals("delayed_spike")
     assert v["clipped_at_spike_delayed_percent"] == pytest.approx(100 * v["clipped_at_spike_delayed"])
     # a ×50 spike against a scale sized for the previous amax: most of the tensor clips
@@ -242,7 +242,7 @@ def test_delayed_spike_is_consistent() -> None:
     # the quoted number itself, recomputed from the same seeded tensors with the recipe written out:
     # scale at the spike = float32(448 / max(amax of the 16 steps before)); E4M3FN saturates beyond
     # 464 (448 + half its gap of 32; the tie 464 rounds to 448's even code)
-    from simulations.delayed import TensorStream
+    from lowprec.simulations.delayed import TensorStream
 
     h, t = int(v["history_len"]), int(v["spike_step"])
     stream = TensorStream("spike", 4096, 1.0, t, float(v["spike"]), "tensor", seed=0)
@@ -268,7 +268,7 @@ def test_bf16_update_stall() -> None:
 
 
 def test_examples_command(capsys: pytest.CaptureFixture[str]) -> None:
-    from app.cli import main
+    from lowprec.app.cli import main
 
     assert main(["examples", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)

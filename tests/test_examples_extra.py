@@ -12,8 +12,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from simulations.examples import example
-from simulations.examples_extra import EXAMPLES
+from lowprec.simulations.examples import example
+from lowprec.simulations.examples_extra import EXAMPLES
 
 BF = ml_dtypes.bfloat16
 F8 = ml_dtypes.float8_e4m3fn

@@ -18,10 +18,10 @@ from urllib.parse import urlparse
 
 import pytest
 
-from app.commands import export_cmd
+from lowprec.app.commands import export_cmd
 from tests.browser import CHROMIUM, WatchedPage
 from tests.browser import CHROMIUM_ARGS as CHROMIUM_BASE_ARGS
-from app.export import export, page_file
+from lowprec.app.export import export, page_file
 
 ROUTES = ["", "widget/BinExplorer", "widget/Conventions", "lesson/range-vs-resolution"]
 CHROMIUM_ARGS = CHROMIUM_BASE_ARGS + ["--allow-file-access-from-files"]

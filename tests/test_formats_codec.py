@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import formats as F
-from gpu.vectors import all_inputs, structured_inputs
+from lowprec import formats as F
+from lowprec.gpu.vectors import all_inputs, structured_inputs
 from tests.backends import ML_DTYPES, TORCH, ml_dtypes_decode, ml_dtypes_encode, torch_decode, torch_encode
 
 SMALL_FLOATS = [f for f in F.FLOAT_FORMATS if f.bits <= 16]

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import formats as F
-from formats.codec import _chunk_random_u32, _chunk_seeds
-from gpu.vectors import random_inputs, structured_inputs
+from lowprec import formats as F
+from lowprec.formats.codec import _chunk_random_u32, _chunk_seeds
+from lowprec.gpu.vectors import random_inputs, structured_inputs
 
 DETERMINISTIC = ["nearest_even", "nearest_away", "toward_zero", "up", "down"]
 SIGNED_FLOATS = [f for f in F.FLOAT_FORMATS if f.signed and f.bits <= 16]

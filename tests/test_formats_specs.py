@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-import formats as F
+from lowprec import formats as F
 from tests.backends import ML_DTYPES, TORCH
 
 FLOATS_WITH_ORACLE = [f for f in F.FLOAT_FORMATS if f.name in ML_DTYPES]

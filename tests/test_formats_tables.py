@@ -6,7 +6,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-import formats as F
+from lowprec import formats as F
 
 
 @pytest.mark.parametrize("fmt", [F.E4M3FN, F.E5M2, F.E2M1, F.E3M2, F.E8M0, F.BF16], ids=lambda f: f.name)

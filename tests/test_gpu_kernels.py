@@ -26,9 +26,9 @@ import numpy as np
 import pytest
 import torch
 
-from formats import decode, encode, get_format, policy_for
-from gpu import crosscheck
-from gpu.backends import INTERPRETER_DEVIATION, get_backend
+from lowprec.formats import decode, encode, get_format, policy_for
+from lowprec.gpu import crosscheck
+from lowprec.gpu.backends import INTERPRETER_DEVIATION, get_backend
 
 DEVICE_SCRIPT = Path(__file__).resolve().parents[1] / "gpu" / "run_device_checks.sh"
 
@@ -132,7 +132,7 @@ INTERPRETER_PROBES = np.array([1.0625, float.fromhex("0x1.fffffep0"), 480.0, np.
 def interp() -> dict[str, dict[str, np.ndarray]]:
     if not HAS_TRITON:
         pytest.skip("triton is not installed: interpreter tests not run")
-    from gpu.backends import run_interpreted_batch
+    from lowprec.gpu.backends import run_interpreted_batch
 
     jobs: dict[str, tuple[str, dict[str, Any]]] = {}
     for fmt in ("E4M3FN", "E5M2"):
@@ -210,13 +210,13 @@ def test_interpreter_mx_block_quantization(interp: dict[str, dict[str, np.ndarra
 
 def _compare_with_blocks_simulation(x: np.ndarray, scale_codes: np.ndarray, codes: np.ndarray,
                                     want_elems: np.ndarray) -> None:
-    if importlib.util.find_spec("simulations.blocks") is None:
-        print("simulations.blocks is not present: MX kernel not compared with it")
+    if importlib.util.find_spec("lowprec.simulations.blocks") is None:
+        print("lowprec.simulations.blocks is not present: MX kernel not compared with it")
         return
-    from simulations import blocks
+    from lowprec.simulations import blocks
 
     if not hasattr(blocks, "quantize_mx"):
-        print("simulations.blocks has no quantize_mx yet: MX kernel not compared with it")
+        print("lowprec.simulations.blocks has no quantize_mx yet: MX kernel not compared with it")
         return
     sim = blocks.quantize_mx(x, "E4M3FN", block_size=32, scale_rule="floor", axis=-1)
     sim_scales = np.asarray(sim.scale_codes).reshape(scale_codes.shape)
@@ -230,7 +230,7 @@ def _compare_with_blocks_simulation(x: np.ndarray, scale_codes: np.ndarray, code
                          ids=[f"{a}x{b}{'-per-row' if r else ''}-K{k}" for a, b, r, k in GEMM_CASES])
 def test_interpreter_fp8_gemm_within_stated_bound(interp: dict[str, dict[str, np.ndarray]],
                                                   case: int) -> None:
-    from gpu.kernels import GEMM_CONFIG_INTERPRET
+    from lowprec.gpu.kernels import GEMM_CONFIG_INTERPRET
 
     a_fmt, b_fmt, per_row, _ = GEMM_CASES[case]
     inp = _gemm_inputs(*GEMM_CASES[case])
@@ -272,7 +272,7 @@ def test_gemm_error_bound_formula() -> None:
 
 
 def test_interpreted_batch_rejects_slashes() -> None:
-    from gpu.backends import run_interpreted_batch
+    from lowprec.gpu.backends import run_interpreted_batch
 
     with pytest.raises(ValueError, match="must not contain '/'"):
         run_interpreted_batch({"a/b": ("cast", {})})
@@ -280,7 +280,7 @@ def test_interpreted_batch_rejects_slashes() -> None:
 
 @needs_triton
 def test_kernel_wrappers_reject_bad_input() -> None:
-    from gpu import kernels  # validation happens before any launch: no device needed
+    from lowprec.gpu import kernels  # validation happens before any launch: no device needed
 
     with pytest.raises(TypeError, match="float16"):
         kernels.scaled_cast(torch.zeros(4, dtype=torch.float16), "E4M3FN")
@@ -375,7 +375,7 @@ def test_interpreter_report_records_its_deviations(
 def test_device_script_without_cuda_or_time(tmp_path: Path) -> None:
     if HAS_CUDA:
         pytest.skip("CUDA is present: the device script runs for real there")
-    from gpu import bench
+    from lowprec.gpu import bench
 
     assert "skipped" in bench.run(quick=True)
     r = _device_script(tmp_path / "real")
@@ -431,7 +431,7 @@ def test_gpu_torch_cuda_casts_match_torch_convention() -> None:
 @needs_cuda
 @pytest.mark.parametrize("fmt", ["E4M3FN", "E5M2"])
 def test_gpu_mx_quantize_matches_floor_rule(fmt: str) -> None:
-    from gpu import kernels
+    from lowprec.gpu import kernels
 
     rng = np.random.default_rng(3)
     x = (rng.standard_normal((256, 1024))
@@ -452,7 +452,7 @@ def test_gpu_mx_quantize_matches_floor_rule(fmt: str) -> None:
                                                    ("E4M3FN", "E5M2", True),
                                                    ("E5M2", "E4M3FN", False)])
 def test_gpu_fp8_gemm_within_stated_bound(a_fmt: str, b_fmt: str, per_row: bool) -> None:
-    from gpu import kernels
+    from lowprec.gpu import kernels
 
     rng = np.random.default_rng(4)
     M, K, N = 512, 1000, 384

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from app.lessons import (
+from lowprec.app.lessons import (
     WIDGET_PARAMS,
     Lesson,
     LessonError,

@@ -11,10 +11,10 @@ import panel as pn
 import pytest
 from panel.io.location import Location
 
-import app.widgets as widgets_pkg
-from app import pages
-from app.cli import build_parser
-from app.lessons import WidgetDirective, load_lessons, render_blocks
+import lowprec.app.widgets as widgets_pkg
+from lowprec.app import pages
+from lowprec.app.cli import build_parser
+from lowprec.app.lessons import WidgetDirective, load_lessons, render_blocks
 
 
 def _alerts(layout: Any) -> list[str]:
@@ -79,7 +79,7 @@ def test_widget_page_mentions_lessons_using_it() -> None:
 
 
 def test_missing_widget_module_shows_a_note(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(widgets_pkg.WIDGETS, "BinExplorer", "app.widgets.not_there:BinExplorer")
+    monkeypatch.setitem(widgets_pkg.WIDGETS, "BinExplorer", "lowprec.app.widgets.not_there:BinExplorer")
     widget, view = pages.build_widget("BinExplorer")
     assert widget is None and "widget BinExplorer not available" in str(getattr(view, "object", ""))
 
@@ -91,7 +91,7 @@ def test_bad_widget_parameters_show_invalid() -> None:
 
 
 def test_url_query_sets_widget_params_and_follows_changes() -> None:
-    from app.widgets import BinExplorer
+    from lowprec.app.widgets import BinExplorer
 
     w = BinExplorer()
     loc = Location(search="?format=E5M2&value=0x1.8p3&decode_scale=2.0")
@@ -104,7 +104,7 @@ def test_url_query_sets_widget_params_and_follows_changes() -> None:
 
 
 def test_url_query_with_prefix_and_bad_value() -> None:
-    from app.widgets import BinExplorer, Conventions
+    from lowprec.app.widgets import BinExplorer, Conventions
 
     a, b = BinExplorer(), Conventions()
     loc = Location(search="?BinExplorer.value=abc&Conventions.format=NOPE")
@@ -126,7 +126,7 @@ def test_serve_command_options() -> None:
 
 
 def test_serve_rejects_bad_port() -> None:
-    from app.server import serve
+    from lowprec.app.server import serve
 
     with pytest.raises(ValueError, match="port"):
         serve(port=70000, show=False, start=False)
@@ -136,7 +136,7 @@ def test_serve_rejects_bad_port() -> None:
 def test_url_text_values_arrive_as_typed(text: str) -> None:
     from urllib.parse import quote
 
-    from app.widgets import BinExplorer
+    from lowprec.app.widgets import BinExplorer
 
     w = BinExplorer()
     loc = Location(search=f"?value={quote(text)}")

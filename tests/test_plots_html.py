@@ -7,7 +7,7 @@ import re
 import panel as pn  # noqa: F401  (importing Panel is the condition under test)
 from bokeh.plotting import figure
 
-from app.plots.html import standalone_html
+from lowprec.app.plots.html import standalone_html
 
 
 def test_standalone_html_has_no_external_or_dangling_resources() -> None:

@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 import torch
 
-import formats
-from simulations import recompute as rc
+from lowprec import formats
+from lowprec.simulations import recompute as rc
 
 E4M3 = formats.E4M3FN
 SAT = formats.CastPolicy(overflow=formats.Overflow.SATURATE)
@@ -444,7 +444,7 @@ def test_module_main_writes_json(tmp_path: Path) -> None:
 
 
 def test_cli_simulate_recompute_json_and_html(tmp_path: Path) -> None:
-    from app.cli import main
+    from lowprec.app.cli import main
 
     out, html = tmp_path / "r.json", tmp_path / "r.html"
     assert main(["simulate", "recompute", "--variant", "gate-asymmetry", "--layers", "2",
@@ -459,7 +459,7 @@ def test_cli_simulate_recompute_json_and_html(tmp_path: Path) -> None:
 
 
 def test_plot_sources_are_column_data() -> None:
-    from app.plots.recompute import recompute_figure, recompute_sources
+    from lowprec.app.plots.recompute import recompute_figure, recompute_sources
 
     r = run("recompute-mutates")
     src = recompute_sources(r)

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from gpu import crosscheck
+from lowprec.gpu import crosscheck
 
 REPORTS = crosscheck.committed_reports()
 IDS = [p.stem for p in REPORTS]
@@ -150,7 +150,7 @@ def test_schema_rejects_malformed_reports(mutation: Any, message: str) -> None:
 
 
 def test_replay_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from app.cli import main
+    from lowprec.app.cli import main
 
     assert main(["crosscheck", "--replay", *map(str, REPORTS)]) == 0
     bad = copy.deepcopy(_load(crosscheck.REPORT_DIR / "torch.json"))

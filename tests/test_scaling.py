@@ -10,8 +10,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from simulations import hadamard as H
-from simulations import scaling as S
+from lowprec.simulations import hadamard as H
+from lowprec.simulations import scaling as S
 from tests.scaling_oracles import half_gap_at, rne_code
 
 F_E4M3 = 448.0

@@ -54,7 +54,7 @@ def wait_until(condition: Any, timeout: float = 20.0, interval: float = 0.1) -> 
 def server() -> Iterator[str]:
     port = _free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "serve", "--no-show", "--port", str(port)],
+        [sys.executable, "-m", "lowprec.app.cli", "serve", "--no-show", "--port", str(port)],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
     url = f"http://127.0.0.1:{port}"
@@ -136,7 +136,7 @@ class Watched(WatchedPage):
 
 
 def _routes() -> list[str]:
-    from app.pages import routes
+    from lowprec.app.pages import routes
 
     return [r.lstrip("/") for r in routes()]
 
@@ -200,7 +200,7 @@ def test_lesson_widget_works_and_refuses_a_bad_url_value(server: str, browser: A
     the controls, the session keeps working, a control change replots as the simulation says
     (most_recent forgets the spike one step later than max with history 16 would), and the URL
     follows with the widget-name prefix."""
-    from app.widgets import DelayedSpike
+    from lowprec.app.widgets import DelayedSpike
 
     expected = DelayedSpike(algo="most_recent").source_data["steps"]["delayed_amax_used"]
     w = Watched(browser, server)

@@ -7,7 +7,7 @@ import importlib
 import json
 from typing import Any
 
-from benchmarks import BENCHMARKS
+from lowprec.benchmarks import BENCHMARKS
 
 
 def register(sub: Any) -> None:

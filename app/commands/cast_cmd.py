@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-import formats as F
-from formats.policy import Overflow, Rounding
+from lowprec import formats as F
+from lowprec.formats.policy import Overflow, Rounding
 
 
 def register(sub: Any) -> None:

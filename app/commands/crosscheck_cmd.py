@@ -12,9 +12,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from app.commands.progress import ProgressBar
-from gpu import crosscheck
-from gpu.backends import backend_names
+from lowprec.app.commands.progress import ProgressBar
+from lowprec.gpu import crosscheck
+from lowprec.gpu.backends import backend_names
 
 
 def register(sub: Any) -> None:

@@ -11,7 +11,7 @@ import argparse
 import json
 from typing import Any
 
-from simulations.examples import example, list_examples
+from lowprec.simulations.examples import example, list_examples
 
 
 def register(sub: Any) -> None:

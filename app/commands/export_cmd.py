@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from app.commands.progress import ProgressBar
+from lowprec.app.commands.progress import ProgressBar
 
 
 def register(sub: Any) -> None:
@@ -19,7 +19,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from app.export import available_routes, export
+    from lowprec.app.export import available_routes, export
 
     if args.list:
         for route in available_routes():

@@ -6,8 +6,8 @@ import argparse
 import json
 from typing import Any
 
-import formats as F
-from formats.tables import _json_float
+from lowprec import formats as F
+from lowprec.formats.tables import _json_float
 
 
 def format_properties(fmt: F.Format) -> dict[str, Any]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from simulations.attention import MASKS, ROUNDINGS, SCALES, simulate_attention
+from lowprec.simulations.attention import MASKS, ROUNDINGS, SCALES, simulate_attention
 
 from .sim_common import add_output_arguments, print_summary, run_with_progress, write_result_json
 
@@ -38,8 +38,8 @@ def run(args: argparse.Namespace) -> int:
         renormalize=args.renormalize, seed=args.seed, progress=bar))
     write_result_json(result.to_dict(), args.json)
     if args.html:
-        from app.plots.attention import attention_layout
-        from app.plots.html import save_standalone
+        from lowprec.app.plots.attention import attention_layout
+        from lowprec.app.plots.html import save_standalone
 
         save_standalone(attention_layout(result), args.html,
                         f"Attention rounding: {result.config['format']}, {result.config['rounding']}")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from simulations.blocks import DISTRIBUTIONS, blocks_study
+from lowprec.simulations.blocks import DISTRIBUTIONS, blocks_study
 
 from .sim_common import add_output_arguments, print_summary, run_with_progress, write_result_json
 
@@ -26,8 +26,8 @@ def run(args: argparse.Namespace) -> int:
         (args.rows, args.cols), args.distribution, args.seed, progress=bar))
     write_result_json(result.to_dict(), args.json)
     if args.html:
-        from app.plots.blocks import blocks_figure, blocks_sources
-        from app.plots.html import save_standalone
+        from lowprec.app.plots.blocks import blocks_figure, blocks_sources
+        from lowprec.app.plots.html import save_standalone
 
         save_standalone(blocks_figure(blocks_sources(result)), args.html, "Block formats")
     if print_summary(args):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from typing import Callable, NoReturn, TypeVar
 
-from simulations._io import STDOUT, write_json
+from lowprec.simulations._io import STDOUT, write_json
 
 from .progress import ProgressBar
 

@@ -8,8 +8,8 @@ import argparse
 import math
 from typing import Any
 
-from simulations.hadamard import hadamard_study
-from simulations.scaling import DEFAULT_GRANULARITIES, parse_granularity, run_grouping
+from lowprec.simulations.hadamard import hadamard_study
+from lowprec.simulations.scaling import DEFAULT_GRANULARITIES, parse_granularity, run_grouping
 
 from .progress import ProgressFn
 from .sim_common import add_output_arguments, print_summary, run_with_progress, write_result_json
@@ -51,8 +51,8 @@ def run(args: argparse.Namespace) -> int:
     result = run_with_progress("grouping", args.quiet, compute)
     write_result_json(result.to_dict(), args.json)
     if args.html:
-        from app.plots import grouping as gp
-        from app.plots.html import save_standalone
+        from lowprec.app.plots import grouping as gp
+        from lowprec.app.plots.html import save_standalone
 
         if args.study == "outlier":
             fig = gp.outlier_figure(gp.outlier_sources(result))

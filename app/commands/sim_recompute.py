@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from simulations import recompute
+from lowprec.simulations import recompute
 
 from .sim_common import add_output_arguments, print_summary, run_with_progress
 
@@ -24,8 +24,8 @@ def run(args: argparse.Namespace) -> int:
     result = run_with_progress("recompute", args.quiet, lambda bar: recompute.run_from_args(args, progress=bar))
     recompute.write_outputs(result, args.json, args.csv)
     if args.html:
-        from app.plots.html import save_standalone
-        from app.plots.recompute import recompute_figure
+        from lowprec.app.plots.html import save_standalone
+        from lowprec.app.plots.recompute import recompute_figure
 
         save_standalone(recompute_figure(result), args.html,
                         f"recompute divergence: {result.parameters['variant']}")

@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from simulations._io import write_text
-from simulations.delayed import ALGOS, STREAM_KINDS, simulate_stream
+from lowprec.simulations._io import write_text
+from lowprec.simulations.delayed import ALGOS, STREAM_KINDS, simulate_stream
 
 from .sim_common import add_output_arguments, print_summary, run_with_progress, write_result_json
 
@@ -37,8 +37,8 @@ def run(args: argparse.Namespace) -> int:
     if args.csv:
         write_text(result.csv_text(), args.csv)
     if args.html:
-        from app.plots.delayed import spike_figure, spike_sources
-        from app.plots.html import save_standalone
+        from lowprec.app.plots.delayed import spike_figure, spike_sources
+        from lowprec.app.plots.html import save_standalone
 
         p = result.parameters
         save_standalone(spike_figure(spike_sources(result), p["spike_step"] if args.stream == "spike" else None),

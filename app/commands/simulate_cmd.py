@@ -8,11 +8,11 @@ import importlib
 from typing import Any
 
 SIMULATIONS = (
-    "app.commands.sim_spike",
-    "app.commands.sim_grouping",
-    "app.commands.sim_blocks",
-    "app.commands.sim_attention",
-    "app.commands.sim_recompute",
+    "lowprec.app.commands.sim_spike",
+    "lowprec.app.commands.sim_grouping",
+    "lowprec.app.commands.sim_blocks",
+    "lowprec.app.commands.sim_attention",
+    "lowprec.app.commands.sim_recompute",
 )
 
 

@@ -18,7 +18,7 @@ from bokeh.models import ColumnDataSource, LinearColorMapper, Range1d
 from bokeh.models.annotations import Slope
 from bokeh.plotting import figure
 
-from simulations.attention import AttentionResult
+from lowprec.simulations.attention import AttentionResult
 
 from .style import CURRENT_COLOR, DELAYED_COLOR, ERROR_COLOR, HIGHLIGHT_COLOR
 

@@ -27,8 +27,8 @@ from bokeh.models.annotations import LabelSet
 from bokeh.models.widgets.tables import DataTable, TableColumn
 from bokeh.plotting import figure
 
-import formats
-from formats import CastPolicy, FloatFormat, Format, IntFormat
+from lowprec import formats
+from lowprec.formats import CastPolicy, FloatFormat, Format, IntFormat
 
 from .style import (
     CURRENT_COLOR,

@@ -14,13 +14,13 @@ from typing import Any
 
 from bokeh.models.widgets.tables import DataTable, TableColumn
 
-import formats
-
+from lowprec import formats
+from lowprec.gpu import crosscheck
 from .style import power_of_two_text
 
 #: probe columns, in order; unsigned formats add the last three
 PROBES: tuple[str, ...] = ("max", "overflow (2·max)", "+Inf", "-Inf", "NaN", "0", "-1", "3 (tie)")
-REPORTS_DIR = Path(__file__).resolve().parents[2] / "gpu" / "reports"
+REPORTS_DIR = crosscheck.REPORT_DIR
 
 
 def cell_text(cell: Any, bits: int) -> str:

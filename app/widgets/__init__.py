@@ -12,13 +12,13 @@ import importlib
 from typing import Any
 
 WIDGETS: dict[str, str] = {
-    "BinExplorer": "app.widgets.bin_explorer:BinExplorer",
-    "Conventions": "app.widgets.conventions:Conventions",
-    "DelayedSpike": "app.widgets.delayed_spike:DelayedSpike",
-    "AttentionRounding": "app.widgets.attention_rounding:AttentionRounding",
-    "RecomputeDivergence": "app.widgets.recompute_divergence:RecomputeDivergence",
-    "ScaleGrouping": "app.widgets.scale_grouping:ScaleGrouping",
-    "BlockFormats": "app.widgets.block_formats:BlockFormats",
+    "BinExplorer": "lowprec.app.widgets.bin_explorer:BinExplorer",
+    "Conventions": "lowprec.app.widgets.conventions:Conventions",
+    "DelayedSpike": "lowprec.app.widgets.delayed_spike:DelayedSpike",
+    "AttentionRounding": "lowprec.app.widgets.attention_rounding:AttentionRounding",
+    "RecomputeDivergence": "lowprec.app.widgets.recompute_divergence:RecomputeDivergence",
+    "ScaleGrouping": "lowprec.app.widgets.scale_grouping:ScaleGrouping",
+    "BlockFormats": "lowprec.app.widgets.block_formats:BlockFormats",
 }
 
 __all__ = [  # the widget names are the keys of WIDGETS, resolved by __getattr__
@@ -48,4 +48,4 @@ def get_widget_class(name: str) -> type:
 def __getattr__(name: str) -> Any:
     if name in WIDGETS:
         return get_widget_class(name)
-    raise AttributeError(f"module 'app.widgets' has no attribute {name!r}")
+    raise AttributeError(f"module 'lowprec.app.widgets' has no attribute {name!r}")

@@ -19,9 +19,9 @@ import panel as pn
 import param
 from bokeh.models import ColumnDataSource
 
-from app.plots.widget_attention import attention_widget_columns, attention_widget_figures
-from app.widgets._sim_base import SimulationWidget
-from simulations import attention
+from lowprec.app.plots.widget_attention import attention_widget_columns, attention_widget_figures
+from lowprec.app.widgets._sim_base import SimulationWidget
+from lowprec.simulations import attention
 
 HEAD_DIM = 64
 THREE_PROBS = (0.6, 0.3, 0.1)

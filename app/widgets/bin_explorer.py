@@ -20,7 +20,7 @@ import param
 from bokeh.models import ColumnDataSource
 from panel.io import hold
 
-from app.plots.bins import (
+from lowprec.app.plots.bins import (
     CONVENTION_NAMES,
     EXPLORER_FORMATS,
     FIELD_COLORS,

@@ -28,11 +28,11 @@ import panel as pn
 import param
 from bokeh.models import ColumnDataSource
 
-import formats
-from app.plots.style import power_of_two_text
-from app.plots.widget_blocks import TRANSPOSE_VIEWS, block_figures
-from app.widgets._sim_base import SimulationWidget
-from simulations import blocks, hadamard, scaling
+from lowprec import formats
+from lowprec.app.plots.style import power_of_two_text
+from lowprec.app.plots.widget_blocks import TRANSPOSE_VIEWS, block_figures
+from lowprec.app.widgets._sim_base import SimulationWidget
+from lowprec.simulations import blocks, hadamard, scaling
 
 #: rows × columns of the tensor; blocks run along rows (32 for MX, 16 for NVFP4)
 SHAPE = (32, 128)

@@ -15,8 +15,8 @@ import param
 from bokeh.models import ColumnDataSource
 from panel.io import hold
 
-import formats
-from app.plots.conventions import (
+from lowprec import formats
+from lowprec.app.plots.conventions import (
     conventions_sources,
     conventions_table_figure,
     reports_table_figure,

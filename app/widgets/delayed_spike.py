@@ -16,9 +16,9 @@ import param
 from bokeh.models import ColumnDataSource
 from bokeh.models.annotations import Span
 
-from app.plots.delayed import spike_figure, spike_sources
-from app.widgets._sim_base import SimulationWidget
-from simulations import delayed
+from lowprec.app.plots.delayed import spike_figure, spike_sources
+from lowprec.app.widgets._sim_base import SimulationWidget
+from lowprec.simulations import delayed
 
 
 class DelayedSpike(SimulationWidget):

@@ -19,10 +19,10 @@ import torch
 from bokeh.layouts import column
 from bokeh.models import ColumnDataSource
 
-from app.plots.recompute import recompute_sources, scale_figure
-from app.plots.widget_recompute import recompute_figures
-from app.widgets._sim_base import SimulationWidget
-from simulations import recompute
+from lowprec.app.plots.recompute import recompute_sources, scale_figure
+from lowprec.app.plots.widget_recompute import recompute_figures
+from lowprec.app.widgets._sim_base import SimulationWidget
+from lowprec.simulations import recompute
 
 
 class RecomputeDivergence(SimulationWidget):

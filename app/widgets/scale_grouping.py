@@ -19,10 +19,10 @@ import panel as pn
 import param
 from bokeh.models import ColumnDataSource
 
-from app.plots.style import power_of_two_text
-from app.plots.widget_grouping import grouping_colors, grouping_figures, set_colorbar_ranges
-from app.widgets._sim_base import SimulationWidget
-from simulations import scaling
+from lowprec.app.plots.style import power_of_two_text
+from lowprec.app.plots.widget_grouping import grouping_colors, grouping_figures, set_colorbar_ranges
+from lowprec.app.widgets._sim_base import SimulationWidget
+from lowprec.simulations import scaling
 
 #: rows × columns of the tensor the widget quantizes
 SHAPE = (32, 64)
