@@ -71,7 +71,7 @@ def _build(route: str) -> tuple[pn.Column, list[tuple[pages.PlacedWidget, pn.vie
     if kind == "widget" and name in pages.WIDGETS:
         widget, view = pages.build_widget(name)
         placed = [pages.PlacedWidget(name, widget, "")]
-        intro = pn.pane.Markdown(f"# {pages.WIDGET_TITLES.get(name, name)}", sizing_mode="stretch_width")
+        intro = pn.pane.Markdown(f"# {pages.WIDGETS[name].title}", sizing_mode="stretch_width")
         objects, title = [intro, view], name
     elif kind == "lesson":
         lesson = next((x for x in load_lessons() if x.slug == name), None)

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Union
 
+from lowprec.config import fields_of
+
 __all__ = [
     "DEFAULT_ROOT",
     "WIDGET_PARAMS",
@@ -42,9 +44,9 @@ DEFAULT_ROOT = Path(str(resources.files("lowprec").joinpath("content", "lessons"
 
 ParamValue = Union[str, int, float, bool]
 
-# Widgets a lesson may place, with their parameters and default values (the default's type is the
-# parameter's type). This is the contract shared with app/widgets; tests check the two agree.
-WIDGET_PARAMS: dict[str, dict[str, ParamValue]] = {
+# Parameters of the widgets that do not yet take them from a config record (transitional: every
+# widget moves to a record in `lowprec.app.widgets.WIDGETS`, and this table disappears).
+_UNRECORDED_PARAMS: dict[str, dict[str, ParamValue]] = {
     "BinExplorer": {
         "format": "E4M3FN",
         "value": "3.3",
@@ -83,6 +85,25 @@ WIDGET_PARAMS: dict[str, dict[str, ParamValue]] = {
     },
     "BlockFormats": {"recipe": "MXFP8", "scale_rule": "floor", "hadamard": False, "transposed_view": False},
 }
+
+
+
+def _widget_params() -> dict[str, dict[str, ParamValue]]:
+    from lowprec.app.widgets import WIDGETS  # the registry: light, no Panel import
+
+    out: dict[str, dict[str, ParamValue]] = {}
+    for name, entry in WIDGETS.items():
+        record = entry.config_class()
+        if record is not None:
+            out[name] = {k.name: k.default for k in fields_of(record)}
+        else:
+            out[name] = _UNRECORDED_PARAMS[name]
+    return out
+
+
+# Widgets a lesson may place, with their parameters and default values (the default's type is the
+# parameter's type), derived from the widget registry's config records.
+WIDGET_PARAMS: dict[str, dict[str, ParamValue]] = _widget_params()
 
 FRONT_MATTER_KEYS = ("title", "order", "summary")
 

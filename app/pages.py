@@ -2,8 +2,8 @@
 
 A lesson page renders `app.lessons.render_blocks(lesson)` in order: Markdown blocks become
 Markdown panes and each `::: widget Name key=value` directive becomes that widget built with those
-parameters (a widget whose module cannot be imported shows "widget Name not available"; bad
-directive parameters show an "Invalid …" alert; neither stops the page). Every page carries the same
+parameters (bad directive parameters show an "Invalid …" alert and do not stop the page). Every
+page carries the same
 navigation header. In a served session the widgets' parameters are synced with the URL query
 (`pn.state.location.sync`), so a link reproduces a view: a widget page uses the bare parameter names
 (`/widget/BinExplorer?format=E5M2&value=0x1.8p3`), a lesson page prefixes them with the widget
@@ -34,19 +34,9 @@ from lowprec.app.widgets import WIDGETS, get_widget_class
 ROUTE_HOME = ""
 SITE_TITLE = "lowprec — low-precision formats, explained bit by bit"
 
-WIDGET_TITLES: dict[str, str] = {
-    "BinExplorer": "Bin explorer: bits, code, error and rounding bin of any value",
-    "Conventions": "Backend conventions at the edges (overflow, Inf, NaN, E8M0)",
-    "DelayedSpike": "Delayed scaling against an amax spike",
-    "AttentionRounding": "Rounding attention probabilities",
-    "RecomputeDivergence": "A stateful quantizer under activation recompute",
-    "ScaleGrouping": "Scale granularity and an outlier",
-    "BlockFormats": "Block formats: MXFP8, MXFP6, MXFP4, NVFP4",
-}
 
 PAGE_CSS = """
 .lp-header { border-bottom: 1px solid #ddd; margin-bottom: 8px; }
-.lp-unavailable { color: #8a6d3b; }
 """
 
 
@@ -86,12 +76,9 @@ def header(current: str = "", suffix: str = "") -> pn.viewable.Viewable:
 
 
 def build_widget(name: str, params: dict[str, Any] | None = None) -> tuple[Any, pn.viewable.Viewable]:
-    """(widget or None, what to show). A missing module gives a visible note, bad parameters an
-    "Invalid …" alert; neither raises."""
-    try:
-        cls = get_widget_class(name)
-    except ImportError as exc:
-        return None, pn.pane.Alert(f"widget {name} not available ({exc})", alert_type="warning")
+    """(widget or None, what to show). Bad parameters give an "Invalid …" alert instead of raising;
+    an unknown widget name is a ValueError (lesson directives are checked when parsed)."""
+    cls = get_widget_class(name)
     try:
         widget = cls(**(params or {}))
     except (ValueError, TypeError) as exc:
@@ -191,7 +178,7 @@ def widget_page(name: str, params: dict[str, Any] | None = None, sync: bool = Tr
         sync_url([PlacedWidget(name, widget, "")])
     uses = [lesson for lesson in load_lessons() if f"::: widget {name}" in lesson.text]
     links = ", ".join(f"[{lesson.title}]({href(lesson_route(lesson), False, suffix)})" for lesson in uses)
-    intro = f"# {WIDGET_TITLES.get(name, name)}\n\n" + (f"Used in: {links}" if links else "")
+    intro = f"# {WIDGETS[name].title}\n\n" + (f"Used in: {links}" if links else "")
     return page(name, [pn.pane.Markdown(intro, sizing_mode="stretch_width"), view], current=name,
                 suffix=suffix)
 
@@ -206,7 +193,7 @@ def landing_page(suffix: str = "") -> pn.Column:
         lines.append(f"{lesson.order}. [{lesson.title}]({href(lesson_route(lesson), True, suffix)}) — {lesson.summary}")
     lines += ["", '<a id="widgets"></a>', "## Widgets", ""]
     for name in WIDGETS:
-        lines.append(f"- [{name}]({href(widget_route(name), True, suffix)}) — {WIDGET_TITLES.get(name, '')}")
+        lines.append(f"- [{name}]({href(widget_route(name), True, suffix)}) — {WIDGETS[name].title}")
     objects: list[pn.viewable.Viewable] = [pn.pane.Markdown("\n".join(lines), sizing_mode="stretch_width")]
     return page(SITE_TITLE, objects, suffix=suffix)
 

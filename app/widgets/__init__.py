@@ -1,28 +1,65 @@
-"""The app's widgets: one `pn.viewable.Viewer` per module, imported lazily by name.
+"""The app's widgets: one registry, one `pn.viewable.Viewer` per module, imported lazily by name.
 
-`WIDGETS` maps a widget's class name (as lesson directives write it) to "module:Class";
-`get_widget_class(name)` imports it on first use, and `from app.widgets import BinExplorer` works
-through the module `__getattr__`, so importing this package stays cheap and a widget whose module
-is missing fails only when it is asked for.
+`WIDGETS` maps a widget's class name (as lesson directives write it) to its `WidgetEntry`: where
+the class lives, its title, and the config record (`lowprec.config`) whose knobs are the widget's
+parameters — which is also what a lesson directive may set (`lowprec.app.lessons.WIDGET_PARAMS` is
+derived from it). `get_widget_class(name)` imports the class on first use, and
+`from lowprec.app.widgets import BinExplorer` works through the module `__getattr__`, so importing
+this package imports neither Panel nor Bokeh.
 """
 
 from __future__ import annotations
 
 import importlib
+from dataclasses import dataclass
 from typing import Any
 
-WIDGETS: dict[str, str] = {
-    "BinExplorer": "lowprec.app.widgets.bin_explorer:BinExplorer",
-    "Conventions": "lowprec.app.widgets.conventions:Conventions",
-    "DelayedSpike": "lowprec.app.widgets.delayed_spike:DelayedSpike",
-    "AttentionRounding": "lowprec.app.widgets.attention_rounding:AttentionRounding",
-    "RecomputeDivergence": "lowprec.app.widgets.recompute_divergence:RecomputeDivergence",
-    "ScaleGrouping": "lowprec.app.widgets.scale_grouping:ScaleGrouping",
-    "BlockFormats": "lowprec.app.widgets.block_formats:BlockFormats",
-}
+
+@dataclass(frozen=True)
+class WidgetEntry:
+    """One widget: its class ("module:Class"), the title pages show, and its parameters' record
+    ("module:Record", a `lowprec.config` record; None while a widget still declares its own)."""
+
+    name: str
+    target: str
+    title: str
+    config: str | None = None
+
+    def load(self) -> type:
+        return _load(self.target)
+
+    def config_class(self) -> type | None:
+        return _load(self.config) if self.config else None
+
+
+def _load(target: str) -> type:
+    module_name, _, attr = target.partition(":")
+    obj: type = getattr(importlib.import_module(module_name), attr)
+    return obj
+
+
+_ENTRIES = (
+    WidgetEntry("BinExplorer", "lowprec.app.widgets.bin_explorer:BinExplorer",
+                "Bin explorer: bits, code, error and rounding bin of any value"),
+    WidgetEntry("Conventions", "lowprec.app.widgets.conventions:Conventions",
+                "Backend conventions at the edges (overflow, Inf, NaN, E8M0)"),
+    WidgetEntry("DelayedSpike", "lowprec.app.widgets.delayed_spike:DelayedSpike",
+                "Delayed scaling against an amax spike"),
+    WidgetEntry("AttentionRounding", "lowprec.app.widgets.attention_rounding:AttentionRounding",
+                "Rounding attention probabilities"),
+    WidgetEntry("RecomputeDivergence", "lowprec.app.widgets.recompute_divergence:RecomputeDivergence",
+                "A stateful quantizer under activation recompute"),
+    WidgetEntry("ScaleGrouping", "lowprec.app.widgets.scale_grouping:ScaleGrouping",
+                "Scale granularity and an outlier"),
+    WidgetEntry("BlockFormats", "lowprec.app.widgets.block_formats:BlockFormats",
+                "Block formats: MXFP8, MXFP6, MXFP4, NVFP4"),
+)
+
+WIDGETS: dict[str, WidgetEntry] = {e.name: e for e in _ENTRIES}
 
 __all__ = [  # the widget names are the keys of WIDGETS, resolved by __getattr__
     "WIDGETS",
+    "WidgetEntry",
     "AttentionRounding",
     "BinExplorer",
     "BlockFormats",
@@ -35,14 +72,10 @@ __all__ = [  # the widget names are the keys of WIDGETS, resolved by __getattr__
 
 
 def get_widget_class(name: str) -> type:
-    """The widget class called `name` (a key of WIDGETS). Raises ValueError for an unknown name
-    and ImportError when its module is not available."""
+    """The widget class called `name` (a key of WIDGETS). Raises ValueError for an unknown name."""
     if not isinstance(name, str) or name not in WIDGETS:
         raise ValueError(f"unknown widget {name!r}; known widgets: {', '.join(WIDGETS)}")
-    module_name, _, class_name = WIDGETS[name].partition(":")
-    module = importlib.import_module(module_name)
-    cls: type = getattr(module, class_name)
-    return cls
+    return WIDGETS[name].load()
 
 
 def __getattr__(name: str) -> Any:
