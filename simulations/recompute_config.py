@@ -28,13 +28,14 @@ OVERFLOW_MODES = ("saturate", "nonfinite")
 # _S_CALL + _S_ELEMENT · batch · width + _S_MAC · batch · width² (the numpy cast dominates; the
 # GEMMs are small); bytes = the data, the weights (four copies: the problem's, the parameters,
 # their gradients, the final weights), the per-call records of forward and recompute, and the
-# per-(step, layer) telemetry. At the bounds: estimate ≈ 20 s and ≈ 121 MiB; measured 15.6-19.5 s
-# (quiet machine) and +126 MiB peak RSS (benchmarks/recompute.py reports both again).
+# per-(step, layer) telemetry. At the bounds: estimate ≈ 20 s and ≈ 128 MiB; measured 15.6-19.5 s
+# on a quiet machine, 24.9 s at load 3 on 2 cores, and +127 MiB peak RSS (`lowprec bench
+# recompute` measures both again, beside the estimate).
 _S_START = 0.05  # seconds: the first checkpoint call's lazy imports are paid by warm_up()
 _S_CALL = 2e-3
 _S_ELEMENT = 1.5e-7
 _S_MAC = 5e-11
-_B_START = 16 * 2**20  # bytes: numpy temporaries of one cast and the result's lists
+_B_START = 28 * 2**20  # bytes: numpy temporaries of one cast, autograd's buffers, the result's lists
 _B_CELL = 1_500  # bytes per (step, layer): telemetry arrays, hashes and their JSON lists
 
 

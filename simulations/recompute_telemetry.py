@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["LAYER_ARRAYS", "RecomputeResult", "activation_diffs", "tensor_hash"]
+__all__ = ["LAYER_ARRAYS", "RecomputeResult", "activation_diffs", "nanmax", "tensor_hash"]
 
 #: every [steps, layers] array of a result, and which cells of it hold a computed value:
 #: "forward" (steps that ran to the end), "recompute" (cells that were recomputed), "centre"
@@ -54,20 +54,25 @@ def tensor_hash(a: np.ndarray) -> str:
     return hashlib.blake2b(np.ascontiguousarray(a).tobytes(), digest_size=8).hexdigest()
 
 
+def nanmax(values: np.ndarray) -> float:
+    """The largest value, NaN cells ignored; NaN when every cell is NaN (or there is none)."""
+    values = np.asarray(values, dtype=np.float64)
+    values = values[~np.isnan(values)]
+    return float(values.max()) if values.size else math.nan
+
+
 def activation_diffs(f: np.ndarray, r: np.ndarray) -> tuple[float, float, bool, bool]:
     """Forward `f` vs recompute `r` (float32): max |f - r|, max |f - r| / max(|f|, |r|) (0 where
-    both are 0; NaN cells ignored), bitwise equal (as uint32), finite masks equal."""
+    both are 0; NaN cells ignored, NaN when all are), bitwise equal (as uint32), finite masks
+    equal. Empty arrays: 0, 0."""
     with np.errstate(invalid="ignore", over="ignore"):
         d = np.abs(f.astype(np.float64) - r.astype(np.float64))
         den = np.maximum(np.abs(f), np.abs(r)).astype(np.float64)
         rel = np.where(den > 0, d / np.where(den > 0, den, 1.0), 0.0)
     finite = bool(np.array_equal(np.isfinite(f), np.isfinite(r)))
     bitwise = bool(np.array_equal(f.view(np.uint32), r.view(np.uint32)))
-
-    def nanmax(a: np.ndarray) -> float:
-        a = a[~np.isnan(a)]
-        return float(a.max()) if a.size else (math.nan if d.size else 0.0)
-
+    if not d.size:
+        return 0.0, 0.0, bitwise, finite
     return nanmax(d), nanmax(rel), bitwise, finite
 
 
@@ -77,7 +82,8 @@ class RecomputeResult:
     steps that did not run (after a failure) or were not recomputed hold NaN / False / -1 / "".
 
     `max_abs_diff` is the larger of the forward-vs-recompute differences of the layer's
-    dequantized GEMM input (`dequant_max_abs_diff`) and its output (`output_max_abs_diff`);
+    dequantized GEMM input (`dequant_max_abs_diff`) and its output (`output_max_abs_diff`), a NaN
+    one (both tensors NaN everywhere) ignored;
     `max_rel_diff` is max |f - r| / max(|f|, |r|) over both (0 where both are 0);
     `bitwise_equal` compares both as uint32 bit patterns. `paired_*` says whether the consumer's
     descale (and centre) is the one the codes were encoded with. `scale_source_*` is the layer
@@ -195,7 +201,7 @@ class RecomputeResult:
             bad = int((self.recomputed & ~self.bitwise_equal).sum())
             lines.append(f"forward vs recompute: diverged in {bad} of {n_rec} recomputed activations, "
                          f"first at step {first[0]}, layer {first[1]} (max |forward - recompute| "
-                         f"{float(np.nanmax(self.max_abs_diff[self.recomputed])):.3g})")
+                         f"{nanmax(self.max_abs_diff[self.recomputed]):.3g})")
         steps_done = int(self.completed.sum())
         lines.append(f"state commits: {int(self.state_commits.sum())} (design rule: "
                      f"{self.expected_state_commits} per step, {self.expected_state_commits * steps_done} "
@@ -241,10 +247,8 @@ class RecomputeResult:
                 "applied": bool(self.applied[t]),
                 "skipped": bool(self.skipped[t]),
                 "state_commits": int(self.state_commits[t]),
-                "forward_recompute_max_abs_diff":
-                    float(np.max(self.max_abs_diff[t][rec])) if rec.any() else None,
-                "forward_recompute_max_rel_diff":
-                    float(np.max(self.max_rel_diff[t][rec])) if rec.any() else None,
+                "forward_recompute_max_abs_diff": nanmax(self.max_abs_diff[t][rec]) if rec.any() else None,
+                "forward_recompute_max_rel_diff": nanmax(self.max_rel_diff[t][rec]) if rec.any() else None,
                 "forward_recompute_bitwise_equal":
                     bool(np.all(self.bitwise_equal[t][rec])) if rec.any() else None,
                 "consumer_paired": bool(np.all(self.paired_forward[t])) if self.attempted[t] else None,
