@@ -1,7 +1,7 @@
 """Recompute divergence: a stateful delayed-scaling quantizer inside activation-checkpointed layers.
 
 The public face of the simulation and its `python -m lowprec.simulations.recompute` entry point.
-The work lives in five modules, re-exported here:
+The work lives in six modules, re-exported here:
 
 - `recompute_state` (torch-free): the delayed-scaling state, the separated API (begin, quantize
   with a snapshot, observe, commit once) and one quantizer class per design (`QUANTIZERS`,

@@ -352,10 +352,6 @@ class VariantQuantizer:
         self.commit_log: list[tuple[int, int, str]] = []  # (step, layer, phase) of every commit
         self.worker = "main"
 
-    @property
-    def variant(self) -> str:
-        return self.name
-
     @classmethod
     def description(cls) -> str:
         """The first paragraph of the class docstring, on one line."""
