@@ -75,7 +75,6 @@ _UNRECORDED_PARAMS: dict[str, dict[str, ParamValue]] = {
         "renormalize": False,
         "preset": "random",
     },
-    "RecomputeDivergence": {"variant": "fixed", "layers": 4, "steps": 20},
     "ScaleGrouping": {
         "format": "E4M3FN",
         "granularity": "tensor",

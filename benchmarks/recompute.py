@@ -3,11 +3,18 @@ batch 16, 20 steps, checkpointing on) for every variant, against a plain-torch t
 same network (no quantization, no checkpointing) measured in the same run, and the per-call cost
 of the `formats` encode/decode against an ml_dtypes cast of the same [16, 64] tensor. The budget is
 ≤ 1 s per default run (warm; the first call in a process also pays torch's one-time lazy import
-of its dynamo machinery inside `torch.utils.checkpoint`, reported separately)."""
+of its dynamo machinery inside `torch.utils.checkpoint`, reported separately).
+
+Without --quick it also runs the slowest variant at the maximum of every `RecomputeConfig` bound
+together, in a fresh process, and reports its wall time and peak-RSS growth beside the record's
+`cost()` estimate (the figures a budget check relies on)."""
 
 from __future__ import annotations
 
+import json
 import statistics
+import subprocess
+import sys
 import time
 from typing import Callable
 
@@ -16,7 +23,8 @@ import numpy as np
 import torch
 
 from lowprec import formats
-from lowprec.simulations.recompute import VARIANTS, make_problem, run_recompute
+from lowprec.config import fields_of
+from lowprec.simulations.recompute import VARIANTS, RecomputeConfig, make_problem, run_recompute
 
 LAYERS, WIDTH, BATCH, STEPS = 4, 64, 16, 20
 
@@ -48,6 +56,40 @@ def _plain_torch_loop() -> float:
                 p -= 0.1 * p.grad
                 p.grad = None
     return float(loss.detach())
+
+
+_AT_BOUNDS = """
+import json, resource, sys, time
+from lowprec.simulations.recompute import RecomputeConfig, run_config, warm_up
+warm_up()
+run_config(RecomputeConfig(layers=1, width=8, batch=2, steps=1))
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+config = RecomputeConfig(**json.loads(sys.argv[1]))
+t0 = time.perf_counter()
+run_config(config)
+seconds = time.perf_counter() - t0
+grown = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) * 1024
+print(json.dumps({"seconds": seconds, "rss_growth_bytes": grown}))
+"""
+
+
+def at_bounds(variant: str = "stale-centre") -> dict[str, float | str]:
+    """The slowest variant with every size knob at its upper bound, in a fresh process: measured
+    wall time and peak-RSS growth against `RecomputeConfig.cost()`."""
+    sizes = {k.name: k.bounds[1] for k in fields_of(RecomputeConfig)
+             if k.name in ("layers", "width", "batch", "steps") and k.bounds is not None}
+    params = {"variant": variant, **sizes}
+    cost = RecomputeConfig(**params).cost()  # type: ignore[attr-defined]
+    proc = subprocess.run([sys.executable, "-c", _AT_BOUNDS, json.dumps(params)], capture_output=True,
+                          text=True, check=True, timeout=600)
+    measured = json.loads(proc.stdout)
+    return {
+        "at_bounds": ", ".join(f"{k}={v}" for k, v in params.items()),
+        "at_bounds_s": round(measured["seconds"], 2),
+        "at_bounds_cost_estimate_s": round(cost.seconds, 2),
+        "at_bounds_rss_growth_mib": round(measured["rss_growth_bytes"] / 2**20, 1),
+        "at_bounds_cost_estimate_mib": round(cost.bytes / 2**20, 1),
+    }
 
 
 def run(quick: bool = False) -> dict[str, float | str]:
@@ -85,6 +127,8 @@ def run(quick: bool = False) -> dict[str, float | str]:
         out["quantize_call_us"] = round(fmt_s * 1e6, 2)
         out["ml_dtypes_cast_call_us"] = round(ml_s * 1e6, 2)
         out["quantize_vs_ml_dtypes_ratio"] = round(fmt_s / ml_s, 2)
+        if not quick:
+            out.update(at_bounds())
     finally:
         torch.set_num_threads(old_threads)
     return out

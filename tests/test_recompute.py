@@ -8,7 +8,6 @@ bit patterns.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -17,7 +16,7 @@ import numpy as np
 import pytest
 import torch
 
-from lowprec import formats
+from lowprec import formats, strictjson
 from lowprec.simulations import recompute as rc
 
 E4M3 = formats.E4M3FN
@@ -172,7 +171,7 @@ def test_call_graph_consumer_uses_the_descale_paired_with_the_codes() -> None:
     weight = rng.standard_normal((16, 16)).astype(np.float32)
     ph = rc.PhaseInfo()
     for variant in ("fixed", "consume-after-advance"):
-        quantizer = rc.VariantQuantizer(variant, 1, E4M3, SAT)
+        quantizer = rc.make_quantizer(variant, 1, E4M3, SAT)
         prev_amax = None
         mismatched = 0
         for step in range(4):
@@ -199,7 +198,7 @@ def test_call_graph_consumer_uses_the_descale_paired_with_the_codes() -> None:
 
 
 def test_consumer_asserts_snapshot_identity() -> None:
-    quantizer = rc.VariantQuantizer("fixed", 2, E4M3, SAT)
+    quantizer = rc.make_quantizer("fixed", 2, E4M3, SAT)
     x = np.ones((2, 4), dtype=np.float32)
     q = quantizer.quantize(x, 1, rc.PhaseInfo(step=0))
     with pytest.raises(rc.SnapshotIdentityError, match="layer 0 at step 0"):
@@ -213,7 +212,7 @@ def test_single_call_of_each_defect_quantizer_is_locally_correct(variant: str) -
     """The seed's main claim, half one: one call on fresh state encodes exactly what ml_dtypes
     encodes with that call's scale, and the consumer reads the pair of the codes."""
     x = np.random.default_rng(3).standard_normal((8, 16)).astype(np.float32) * 3
-    quantizer = rc.VariantQuantizer(variant, 1, E4M3, SAT)
+    quantizer = rc.make_quantizer(variant, 1, E4M3, SAT)
     ph = rc.PhaseInfo(step=0)
     q = quantizer.quantize(x, 0, ph)
     assert q.snapshot.encode_scale == 1.0
@@ -356,7 +355,7 @@ def test_gate_asymmetry_restore_finds_nothing_and_is_reported_as_data() -> None:
     assert "no stashed quantization snapshot" in r.failure["message"]
     assert r.verdict().startswith("failed at step 0: KeyError")
     assert r.steps_run == 1 and not r.applied.any()
-    json.dumps(r.to_dict(), allow_nan=False)
+    strictjson.loads(strictjson.dumps(r.to_dict()))
 
 
 def test_gate_asymmetry_repaired_stashes_and_restores() -> None:
@@ -396,7 +395,7 @@ def test_overflow_nonfinite_gives_skipped_steps() -> None:
 
 def test_to_dict_is_json_with_the_documented_step_fields() -> None:
     r = run("recompute-mutates")
-    d = json.loads(json.dumps(r.to_dict(), allow_nan=False))
+    d = strictjson.loads(strictjson.dumps(r.to_dict()))
     assert d["parameters"]["variant"] == "recompute-mutates" and d["parameters"]["format"] == "E4M3FN"
     assert len(d["steps"]) == 8
     s0 = d["steps"][0]
@@ -409,13 +408,16 @@ def test_to_dict_is_json_with_the_documented_step_fields() -> None:
 
 
 @pytest.mark.parametrize("kwargs, match", [
-    ({"variant": "nope"}, "variant='nope' is not one of fixed"),
-    ({"layers": 0}, "layers=0 must be between 1"),
+    ({"variant": "nope"}, r"^variant: must be one of fixed, consume-after-advance, .*; got 'nope'$"),
+    ({"layers": 0}, r"^layers: must be ≥ 1, got 0$"),
+    ({"layers": 17}, r"^layers: must be ≤ 16, got 17$"),
     ({"fmt": "E8M0"}, "E8M0"),
     ({"fmt": "INT8"}, "INT8"),
-    ({"rounding": "stochastic"}, "rounding='stochastic'"),
-    ({"amax_algo": "mean"}, "amax_algo='mean'"),
-    ({"fmt": "E2M1", "overflow": "nonfinite"}, "E2M1 has neither"),
+    ({"format": "E8M0"}, r"^format: must be one of E4M3FN, .*; got 'E8M0'$"),
+    ({"rounding": "stochastic"}, r"^rounding: must be one of nearest_even, .*; got 'stochastic'$"),
+    ({"amax_algo": "mean"}, r"^amax_algo: must be one of max, most_recent; got 'mean'$"),
+    ({"fmt": "E2M1", "overflow": "nonfinite"}, r"^overflow: 'nonfinite' needs .*E2M1 has neither"),
+    ({"history": 4}, r"^history: unknown parameter; allowed: variant, layers, width"),
 ])
 def test_bad_input_raises_value_error(kwargs: dict[str, Any], match: str) -> None:
     with pytest.raises(ValueError, match=match):
@@ -423,7 +425,7 @@ def test_bad_input_raises_value_error(kwargs: dict[str, Any], match: str) -> Non
 
 
 def test_layers_must_be_an_integer() -> None:
-    with pytest.raises(TypeError, match="layers must be an integer"):
+    with pytest.raises(TypeError, match=r"^layers: must be an integer, got 2.5$"):
         rc.run_recompute(layers=2.5)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="format must be a name or a FloatFormat"):
         rc.run_recompute(fmt=8)  # type: ignore[arg-type]
@@ -438,7 +440,7 @@ def test_module_main_writes_json(tmp_path: Path) -> None:
     out = tmp_path / "r.json"
     assert rc.main(["--variant", "fixed", "--layers", "2", "--width", "8", "--steps", "3",
                     "--json", str(out), "--csv", str(tmp_path / "r.csv")]) == 0
-    d = json.loads(out.read_text())
+    d = strictjson.loads(out.read_text())
     assert d["verdict"] == "bitwise identical in all 6 activations"
     assert len((tmp_path / "r.csv").read_text().splitlines()) == 1 + 3 * 2
 
@@ -450,7 +452,7 @@ def test_cli_simulate_recompute_json_and_html(tmp_path: Path) -> None:
     assert main(["simulate", "recompute", "--variant", "gate-asymmetry", "--layers", "2",
                  "--width", "8", "--steps", "3", "--seed", "0", "--format", "E4M3FN",
                  "--json", str(out), "--html", str(html), "--quiet"]) == 0
-    d = json.loads(out.read_text())
+    d = strictjson.loads(out.read_text())
     assert d["failure"]["type"] == "KeyError"
     text = html.read_text()
     assert "<script" in text and "cdn.bokeh.org" not in text
@@ -489,6 +491,6 @@ def test_warm_up_loads_the_lazy_checkpoint_machinery() -> None:
     import subprocess
     import sys
 
-    code = ("import sys, simulations.recompute as R; assert 'torch._dynamo' not in sys.modules; "
+    code = ("import sys, lowprec.simulations.recompute_harness as R; assert 'torch._dynamo' not in sys.modules; "
             "R.warm_up(); assert 'torch._dynamo' in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)

@@ -1,34 +1,39 @@
-"""`lowprec simulate recompute`: run `simulations.recompute.run_recompute` (stateful delayed-scaling
-quantizer under activation checkpointing) and write its JSON/CSV and, with --html, an offline page.
-The options are the simulation's own (`simulations.recompute.add_arguments`)."""
+"""`lowprec simulate recompute`: the recompute-divergence simulation (a stateful delayed-scaling
+quantizer under activation checkpointing) with a progress bar, its JSON/CSV, a short summary and,
+with --html, an offline page. The options are generated from `RecomputeConfig` by
+`simulations.recompute_cli`, the same as `python -m lowprec.simulations.recompute`; building this
+parser does not import torch (a run does)."""
 
 from __future__ import annotations
 
 import argparse
 from typing import Any
 
-from lowprec.simulations import recompute
+from lowprec.simulations import recompute_cli
 
-from .sim_common import add_output_arguments, print_summary, run_with_progress
+from .sim_common import one_line_errors, run_with_progress
 
 
 def register(sims: Any) -> None:
     p = sims.add_parser("recompute", help="forward vs recompute of a stateful quantizer under "
-                                          "activation checkpointing")
-    recompute.add_arguments(p)
-    add_output_arguments(p, html_help="write an offline HTML page of the run", json=False)
+                                          "activation checkpointing",
+                        description=recompute_cli.DESCRIPTION)
+    recompute_cli.add_arguments(p, html=True)
+    one_line_errors(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    result = run_with_progress("recompute", args.quiet, lambda bar: recompute.run_from_args(args, progress=bar))
-    recompute.write_outputs(result, args.json, args.csv)
+    config = recompute_cli.config_from_args(args)  # a bad value: one line naming the option, exit 2
+    from lowprec.simulations.recompute_harness import run_config  # torch: only for a run
+
+    result = run_with_progress("recompute", args.quiet, lambda bar: run_config(config, progress=bar))
+    recompute_cli.write_outputs(result, args.json, args.csv)
     if args.html:
         from lowprec.app.plots.html import save_standalone
         from lowprec.app.plots.recompute import recompute_figure
 
-        save_standalone(recompute_figure(result), args.html,
-                        f"recompute divergence: {result.parameters['variant']}")
-    if print_summary(args) and (args.json or args.csv):  # else stdout carries the JSON
-        print(result.verdict())
+        save_standalone(recompute_figure(result), args.html, f"recompute divergence: {config.variant}")
+    if recompute_cli.summary_wanted(args):
+        print(result.summary())
     return 0

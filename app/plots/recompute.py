@@ -89,10 +89,7 @@ def scale_figure(source: ColumnDataSource, width: int = 640) -> Any:
 def recompute_figure(result: Any, width: int = 640) -> Any:
     """The whole page: verdict, heatmap, commits and gradient norm, scale trace."""
     sources = {name: ColumnDataSource(data=cols) for name, cols in recompute_sources(result).items()}
-    layers = int(result.recomputed.shape[1])
-    expected_commits = 0 if result.parameters.get("variant") == "bf16-control" else layers
-    body, span = recompute_figures(sources, layers, width=width)
-    span.location = expected_commits
+    body, _ = recompute_figures(sources, result.expected_state_commits, width=width)
     p = result.parameters
     head = Div(text=(
         f"<b>{html.escape(str(p.get('variant')))}</b> · {p.get('layers')} layers × width "

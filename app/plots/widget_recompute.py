@@ -94,10 +94,11 @@ def recompute_columns(result: Any) -> dict[str, dict[str, list[Any]]]:
 
 
 def recompute_figures(
-    sources: dict[str, ColumnDataSource], layers: int, width: int = 640
+    sources: dict[str, ColumnDataSource], expected_commits: int, width: int = 640
 ) -> tuple[Any, Span]:
     """Heatmap over the `cells` source, commits and grad-norm over `steps` and `skipped`; returns
-    (layout, expected-commits span) so the widget can move the one-per-layer reference line."""
+    (layout, expected-commits span) so the widget can move the reference line (the run's
+    `expected_state_commits`: one per layer, none for the stateless control)."""
     heat = heatmap_figure(
         sources["cells"], "forward vs recompute (grey = bitwise identical; colour = log10 max difference)",
         "step", "layer",
@@ -106,10 +107,10 @@ def recompute_figures(
          ("max relative difference", "@max_rel_diff{0.000e}"), ("state commits", "@commits")],
         width=width, height=220,
     )
-    commits = figure(title="state commits per step (line: one per layer)", width=width // 2, height=220,
+    commits = figure(title="state commits per step (line: the design's rule)", width=width // 2, height=220,
                      x_axis_label="step", y_axis_label="commits", tools="pan,wheel_zoom,reset")
     commits.vbar(x="step", top="state_commits", width=0.8, source=sources["steps"], color=CURRENT_COLOR)
-    expected = Span(location=layers, dimension="width", line_color=HIGHLIGHT_COLOR, line_dash="dashed",
+    expected = Span(location=expected_commits, dimension="width", line_color=HIGHLIGHT_COLOR, line_dash="dashed",
                     line_width=2)
     commits.add_layout(expected)
     commits.add_tools(HoverTool(tooltips=[("step", "@step"), ("commits", "@state_commits")]))
