@@ -150,3 +150,12 @@ def test_progress_bar_is_driven(quiet: bool) -> None:
     simulate_stream(steps=5, spike_step=2, size=64, progress=bar)
     bar.close()
     assert ("5/5" in stream.getvalue()) is (not quiet)
+
+
+@pytest.mark.parametrize("study", ["outlier", "scale_choice", "transpose", "hadamard"])
+def test_grouping_html_for_every_study(study: str, tmp_path: Path) -> None:
+    out, data = tmp_path / f"{study}.html", tmp_path / f"{study}.json"
+    assert main(["simulate", "grouping", "--study", study, "--html", str(out), "--json", str(data), "--quiet"]) == 0
+    html = out.read_text()
+    assert "<script src=" not in html and "Bokeh" in html
+    assert strictjson.loads(data.read_text())["config"]["study"] == study
