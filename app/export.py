@@ -33,7 +33,7 @@ EXPORT_STATES: dict[str, tuple[str, tuple[Any, ...] | None]] = {
     "DelayedSpike": ("algo", None),
     "AttentionRounding": ("rounding", None),
     "RecomputeDivergence": ("variant", None),
-    "ScaleGrouping": ("granularity", None),
+    "ScaleGrouping": ("format", None),
     "BlockFormats": ("recipe", None),
 }
 MAX_STATES = 400  # states embedded per page, all widgets together

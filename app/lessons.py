@@ -57,34 +57,7 @@ _UNRECORDED_PARAMS: dict[str, dict[str, ParamValue]] = {
         "decode_scale": 1.0,
     },
     "Conventions": {"format": "E4M3FN"},
-    "DelayedSpike": {
-        "format": "E4M3FN",
-        "history": 16,
-        "algo": "max",
-        "margin": 0,
-        "steps": 200,
-        "spike_step": 100,
-        "spike": 50.0,
-    },
-    "AttentionRounding": {
-        "format": "E4M3FN",
-        "rounding": "nearest_even",
-        "seq": 128,
-        "temperature": 1.0,
-        "trials": 200,
-        "renormalize": False,
-        "preset": "random",
-    },
-    "ScaleGrouping": {
-        "format": "E4M3FN",
-        "granularity": "tensor",
-        "outlier": 100.0,
-        "outlier_row": 3,
-        "outlier_col": 5,
-    },
-    "BlockFormats": {"recipe": "MXFP8", "scale_rule": "floor", "hadamard": False, "transposed_view": False},
 }
-
 
 
 def _widget_params() -> dict[str, dict[str, ParamValue]]:
@@ -302,10 +275,7 @@ def placeholders(text: str) -> list[tuple[str, str | None]]:
 
 
 def _default_resolver() -> Resolver:
-    try:
-        from lowprec.simulations.examples import example
-    except ImportError as exc:  # pragma: no cover - only while simulations.examples is missing
-        raise LessonError(f"cannot resolve placeholders: simulations.examples is not importable ({exc})") from exc
+    from lowprec.simulations.examples import example  # imported on first use: lessons parse without numpy work
 
     def resolve(name: str, field_name: str | None) -> str:
         return example(name).format(field_name)

@@ -16,8 +16,9 @@ import numpy as np
 
 from lowprec import formats as F
 from lowprec.benchmarks._timing import best_of
-from lowprec.simulations.blocks import quantize_mx, quantize_nvfp4
 from lowprec.simulations.delayed import DelayedScaler
+from lowprec.simulations.mx import quantize_mx
+from lowprec.simulations.nvfp4 import quantize_nvfp4
 
 
 def run(quick: bool = False) -> dict[str, Any]:

@@ -1,4 +1,8 @@
 """lowprec.simulations — the phenomena as pure functions over numpy (torch only for autograd).
 
-Imports `formats` only (never `app`, Panel or Bokeh); every result is a dataclass with `to_dict()`.
+Imports `formats` and the leaf helpers `lowprec.config` and `lowprec.strictjson` only (never `app`,
+Panel or Bokeh); every result is a dataclass with `to_dict()`, written by the one JSON writer. Each
+simulation module declares its parameters once, as a config record, and one `SIMULATION`
+(`simulations._cli.Simulation`) from which `python -m lowprec.simulations.NAME`, `lowprec simulate
+NAME` and the app's widget are generated: spike, grouping, blocks, attention (and hadamard).
 """

@@ -21,30 +21,31 @@ row-mass error is ΣP̃ − ΣP, i.e. ΣP̃ − 1 on ordinary rows.
 
 from __future__ import annotations
 
-import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
+from lowprec import formats
+from lowprec.config import Cost, config_record, from_mapping, knob
 from lowprec.formats import CastPolicy, FloatFormat, IntFormat, Overflow, Rounding, decode, encode, get_format
 
-from ._io import ArgumentParser, error_exit, write_json
+from ._cli import ProgressFn, Simulation, config_values, run_module
 
 ROUNDINGS = ("nearest_even", "stochastic")
 SCALES = ("none", "row")
 MASKS = ("none", "causal")
 MASKED_ROW_POLICIES = ("raise", "zero")
+PRESETS = ("random", "three_probs")
 SUGGESTED_FORMATS = ("E4M3FN", "E5M2", "BF16", "FP16", "E2M1")
+#: formats P (and V) may be rounded to: every signed floating-point format
+ATTENTION_FORMATS = tuple(f.name for f in formats.FLOAT_FORMATS if f.signed)
+NO_V_FORMAT = "none"  # the v_format that leaves V exact
 REL_ERROR_FLOOR = 1e-30  # ε in max(‖O‖, ε): only matters when O is exactly zero
 _TRIAL_ELEMENTS = 1 << 20  # entries of P̃ per Monte-Carlo block (bounds scratch memory to ~10 MB)
-
-ProgressFn = Callable[[int, int], None]
-
-
-def _list(a: np.ndarray) -> Any:
-    return np.asarray(a, dtype=np.float64).tolist()
+THREE_PROBS = (0.6, 0.3, 0.1)  # the "three_probs" preset: one query's softmax …
+THREE_VALUES = (0.0, 2.0, 10.0)  # … over these values
 
 
 # ------------------------------------------------------------------------------------------------
@@ -63,8 +64,8 @@ class AttentionInputs:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "scores": _list(self.scores),
-            "values": _list(self.values),
+            "scores": self.scores,
+            "values": self.values,
             "mask": None if self.mask is None else self.mask.astype(bool).tolist(),
             "description": dict(self.description),
         }
@@ -264,6 +265,12 @@ class AttentionResult:
     def trials(self) -> int:
         return int(self.config["trials"])
 
+    def mean_error_band(self, k: float = 3.0) -> tuple[np.ndarray, np.ndarray]:
+        """(lower, upper): the analytic mean error ± k standard errors of a trial mean,
+        √(analytic variance / trials), per output element."""
+        se = np.sqrt(self.analytic_variance / max(self.trials, 1))
+        return self.analytic_mean_error - k * se, self.analytic_mean_error + k * se
+
     def summary(self) -> dict[str, float]:
         """Scalar figures for a table or a widget readout."""
         out = {
@@ -276,6 +283,8 @@ class AttentionResult:
             "mean_mc_variance": float(np.mean(self.mc_variance)),
             "mean_analytic_variance": float(np.mean(self.analytic_variance)),
         }
+        out["mc_to_analytic_variance"] = (out["mean_mc_variance"] / out["mean_analytic_variance"]
+                                          if out["mean_analytic_variance"] > 0 else float("nan"))
         if self.mc_mean_error_renorm is not None:
             out["rms_bias_renorm"] = float(np.sqrt(np.mean(self.mc_mean_error_renorm ** 2)))
         return out
@@ -288,7 +297,7 @@ class AttentionResult:
                      "analytic_variance", "mc_mean_error_renorm", "mc_variance_renorm",
                      "renorm_bias_first_order"):
             value = getattr(self, name)
-            out[name] = None if value is None else _list(value)
+            out[name] = value
         out["rel_error"] = self.rel_error
         out["abs_error"] = self.abs_error
         return out
@@ -437,19 +446,82 @@ def run_attention(inputs: AttentionInputs, fmt: Any = "E4M3FN", rounding: str = 
     )
 
 
-def simulate_attention(seq: int = 128, head_dim: int = 64, fmt: Any = "E4M3FN",
-                       rounding: str = "nearest_even", *, scale: str = "none", trials: int = 200,
-                       temperature: float = 1.0, v_outlier_fraction: float = 0.0,
-                       v_outlier_scale: float = 20.0, mask: str = "none", v_format: Any = None,
-                       renormalize: bool = False, masked_rows: str = "raise", seed: int = 0,
-                       progress: ProgressFn | None = None) -> AttentionResult:
-    """`make_inputs` then `run_attention`, with one seed for both (inputs use `seed`, rounding
-    `seed + 1`)."""
-    inputs = make_inputs(seq, head_dim, temperature=temperature, v_outlier_fraction=v_outlier_fraction,
-                         v_outlier_scale=v_outlier_scale, mask=mask, seed=seed)
-    return run_attention(inputs, fmt, rounding, scale=scale, trials=trials, v_format=v_format,
-                         renormalize=renormalize, masked_rows=masked_rows, seed=seed + 1,
-                         progress=progress)
+def three_probs_inputs() -> AttentionInputs:
+    """The "three_probs" preset: one query over three keys with softmax THREE_PROBS = [0.6, 0.3, 0.1]
+    (scores = log P) and V = THREE_VALUES = [0, 2, 10] (head dim 1)."""
+    scores = np.log(np.array([THREE_PROBS], dtype=np.float64))
+    values = np.array(THREE_VALUES, dtype=np.float64).reshape(3, 1)
+    return AttentionInputs(scores, values, None, {"preset": "three_probs"})
+
+
+@config_record
+class AttentionConfig:
+    """The attention-rounding simulation's parameters."""
+
+    format: str = knob("E4M3FN", "format P is rounded to", choices=ATTENTION_FORMATS)
+    rounding: str = knob("nearest_even", "round to nearest (ties to even) or stochastic rounding", choices=ROUNDINGS)
+    scale: str = knob("none", "'row': divide each row by decode_scale = row_amax / F before rounding", choices=SCALES)
+    seq: int = knob(128, "sequence length: queries = keys (random preset)", bounds=(1, 2048), widget="input")
+    temperature: float = knob(1.0, "softmax temperature, scores = N(0, 1) / temperature: lower concentrates "
+                                   "each row on fewer keys (random preset)", bounds=(0.01, 100.0), widget="input")
+    trials: int = knob(200, "Monte-Carlo trials of stochastic rounding", bounds=(1, 100_000), widget="input")
+    renormalize: bool = knob(False, "also renormalise each rounded row to sum 1 (shows its bias)")
+    preset: str = knob("random", "'random' scores, or one query with P = [0.6, 0.3, 0.1] over V = [0, 2, 10]",
+                       choices=PRESETS)
+    seed: int = knob(0, "seed of the inputs (the rounding uses seed + 1)", bounds=(0, 2**31 - 2), widget="input")
+    head_dim: int = knob(64, "head dimension: columns of V (random preset)", bounds=(1, 1024), widget="input")
+    v_outlier_fraction: float = knob(0.0, "fraction of V's elements scaled by v_outlier_scale (random preset)",
+                                     bounds=(0.0, 1.0))
+    v_outlier_scale: float = knob(20.0, "factor of V's outlier elements (random preset)", bounds=(-1e6, 1e6),
+                                  widget="input")
+    mask: str = knob("none", "attention mask: none, or causal (query i attends to keys 0..i; random preset)",
+                     choices=MASKS)
+    v_format: str = knob(NO_V_FORMAT, "also round V (nearest-even) in this format; none: V exact",
+                         choices=(NO_V_FORMAT,) + ATTENTION_FORMATS)
+
+    def inputs(self) -> AttentionInputs:
+        """The scores and values these parameters describe."""
+        if self.preset == "three_probs":
+            return three_probs_inputs()
+        return make_inputs(self.seq, self.head_dim, temperature=self.temperature,
+                           v_outlier_fraction=self.v_outlier_fraction, v_outlier_scale=self.v_outlier_scale,
+                           mask=self.mask, seed=self.seed)
+
+    def cost(self) -> Cost:
+        q = 1 if self.preset == "three_probs" else self.seq
+        d = 1 if self.preset == "three_probs" else self.head_dim
+        trials = self.trials if self.rounding == "stochastic" else 1
+        return Cost(bytes=q * q * 8 * 24.0 + min(q * q * trials, _TRIAL_ELEMENTS) * 16.0,
+                    seconds=trials * q * q * d * 2e-10 + q * q * 2e-7,
+                    note=f"{trials} trial(s) of a {q}×{q} by {q}×{d} product")
+
+
+def run_attention_config(config: AttentionConfig, *, progress: ProgressFn | None = None) -> AttentionResult:
+    """The experiment `config` describes: its inputs (`seed`), rounded with seed + 1."""
+    v_format = None if config.v_format == NO_V_FORMAT else config.v_format
+    result = run_attention(config.inputs(), config.format, config.rounding, scale=config.scale, trials=config.trials,
+                           v_format=v_format, renormalize=config.renormalize, seed=config.seed + 1,
+                           progress=progress)
+    return replace(result, config={**result.config, "parameters": config_values(config)})
+
+
+def simulate_attention(seq: int | AttentionConfig | None = None, head_dim: int | None = None,
+                       format: str | None = None, rounding: str | None = None, *,
+                       progress: ProgressFn | None = None, **knobs: Any) -> AttentionResult:
+    """`run_attention_config` for an AttentionConfig, or for one made of parameters named as its
+    fields (the first four may be positional: `simulate_attention(128, 64, "E4M3FN", "stochastic",
+    trials=200)`); parameters left out take the record's defaults."""
+    if isinstance(seq, AttentionConfig):
+        if head_dim is not None or format is not None or rounding is not None or knobs:
+            raise TypeError("give an AttentionConfig or keyword parameters, not both")
+        return run_attention_config(seq, progress=progress)
+    given = {"seq": seq, "head_dim": head_dim, "format": format, "rounding": rounding}
+    values = {k: v for k, v in given.items() if v is not None}
+    return run_attention_config(from_mapping(AttentionConfig, {**values, **knobs}), progress=progress)
+
+
+def summary_lines(result: AttentionResult) -> list[str]:
+    return [f"{key}: {value:.6g}" for key, value in result.summary().items()]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -496,44 +568,16 @@ def attention_product_example(probs: Sequence[str] = ("0.6", "0.3", "0.1"),
                           [float(v) for v in v_exact], step, exact, rounded)
 
 
-# ------------------------------------------------------------------------------------------------
-# python -m lowprec.simulations.attention
-# ------------------------------------------------------------------------------------------------
+SIMULATION: Simulation[AttentionConfig, AttentionResult] = Simulation(
+    name="attention",
+    help="round softmax probabilities and measure the output error",
+    config=AttentionConfig,
+    run=lambda cfg, progress: run_attention_config(cfg, progress=progress),
+    summary=summary_lines,
+    html_help="write standalone HTML plots of ΔP, ΔO, variance and bias (open offline)",
+)
 
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = ArgumentParser(prog="python -m lowprec.simulations.attention",
-                                     description="Attention-probability rounding; writes JSON.")
-    parser.add_argument("--format", default="E4M3FN")
-    parser.add_argument("--rounding", default="nearest_even", choices=ROUNDINGS)
-    parser.add_argument("--scale", default="none", choices=SCALES)
-    parser.add_argument("--seq", type=int, default=128)
-    parser.add_argument("--head-dim", type=int, default=64)
-    parser.add_argument("--trials", type=int, default=200)
-    parser.add_argument("--temperature", type=float, default=1.0)
-    parser.add_argument("--v-outlier-fraction", type=float, default=0.0)
-    parser.add_argument("--v-outlier-scale", type=float, default=20.0)
-    parser.add_argument("--mask", default="none", choices=MASKS)
-    parser.add_argument("--v-format", default=None)
-    parser.add_argument("--renormalize", action="store_true")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--json", metavar="OUT", help="output file (default: stdout)")
-    args = parser.parse_args(argv)
-    try:
-        result = simulate_attention(args.seq, args.head_dim, args.format, args.rounding,
-                                    scale=args.scale, trials=args.trials, temperature=args.temperature,
-                                    v_outlier_fraction=args.v_outlier_fraction,
-                                    v_outlier_scale=args.v_outlier_scale, mask=args.mask,
-                                    v_format=args.v_format, renormalize=args.renormalize,
-                                    seed=args.seed)
-    except (ValueError, TypeError) as exc:
-        return error_exit(parser.prog, exc)
-    if args.json:
-        write_json(result.to_dict(), args.json, indent=None)
-    else:
-        write_json(result.summary(), None, indent=2)
-    return 0
-
+main = SIMULATION.main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_module(SIMULATION)

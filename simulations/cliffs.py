@@ -515,9 +515,11 @@ def all_cliffs() -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m lowprec.simulations.cliffs`: every demonstration with its defaults (no parameters),
+    as strict JSON to --json (default: stdout)."""
     parser = ArgumentParser(prog="python -m lowprec.simulations.cliffs",
-                                     description="Precision cliffs; writes JSON.")
-    parser.add_argument("--json", metavar="OUT", help="output file (default: stdout)")
+                            description="Precision cliffs, each with its defaults; writes JSON.")
+    parser.add_argument("--json", metavar="OUT", default="-", help='write the JSON here ("-": stdout) (default: -)')
     args = parser.parse_args(argv)
     write_json(all_cliffs(), args.json)
     return 0

@@ -7,17 +7,14 @@ computed with `formats` (round-to-nearest-even unless a convention is named; con
 typed in (a block size, a byte count per token, the value being cast). Sizes use decimal megabytes
 (10^6 bytes) and binary gibibytes (2^30 bytes). Block layouts follow the OCP Microscaling Formats (MX)
 v1.0 specification (32 elements per E8M0 scale) and NVIDIA's NVFP4 description (16 E2M1 elements per
-E4M3 scale, one FP32 scale per tensor). A module `simulations/examples_extra.py`, when present, adds
-its own `EXAMPLES` to the registry.
+E4M3 scale, one FP32 scale per tensor). The record itself is `simulations.example_record.Example`;
+the lesson-specific examples of `simulations.examples_extra` join this registry.
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import math
 import sys
-from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Callable, Sequence
 
@@ -38,92 +35,13 @@ from lowprec.formats import (
     policy_for,
 )
 
+from . import examples_extra
 from ._io import ArgumentParser, write_json
+from .example_record import Example, Value, as_number, format_number
+from .mx import mx_scale_rule_table
+from .spike import simulate_stream
 
-Value = float | int | str | list[Any] | bool
-
-
-def _format_number(v: float | int, digits: int | None) -> str:
-    if isinstance(v, bool):
-        return "yes" if v else "no"
-    if isinstance(v, int):
-        return str(v)
-    if math.isnan(v):
-        return "NaN"
-    if math.isinf(v):
-        return "Inf" if v > 0 else "-Inf"
-    if digits is not None:
-        text = f"{v:.{digits}g}" if abs(v) < 1e-4 or abs(v) >= 1e16 else f"{v:.{digits}f}".rstrip("0").rstrip(".")
-        return "0" if text in ("-0", "") else text
-    if v == int(v) and abs(v) < 1e16:
-        return str(int(v))
-    text = repr(float(v))
-    return text if len(text) <= 12 else f"{v:.6g}"
-
-
-def _num(v: Any) -> float:
-    """A numeric field as float (fields are typed as any Value)."""
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise TypeError(f"expected a number, got {v!r}")
-    return float(v)
-
-
-def _json_value(v: Any) -> Any:
-    if isinstance(v, float) and not math.isfinite(v):
-        return "NaN" if math.isnan(v) else ("Inf" if v > 0 else "-Inf")
-    if isinstance(v, list):
-        return [_json_value(x) for x in v]
-    return v
-
-
-@dataclass(frozen=True)
-class Example:
-    """One worked example: named values with units, and where they come from."""
-
-    name: str
-    title: str
-    source: str  # where the fact comes from / how it is computed
-    values: dict[str, Value]  # named fields
-    units: dict[str, str]  # unit per field ("" if none)
-    summary_field: str  # the field `{{ example:NAME }}` prints
-    digits: dict[str, int] = field(default_factory=dict)  # decimals to print, per field (optional)
-
-    def __post_init__(self) -> None:
-        if self.summary_field not in self.values:
-            raise ValueError(f"example {self.name}: summary field {self.summary_field!r} is not a value")
-        missing = [k for k in self.values if k not in self.units]
-        if missing:
-            raise ValueError(f"example {self.name}: no unit given for {', '.join(missing)}")
-
-    def format(self, field: str | None = None) -> str:
-        """Prose text for a field (default: the summary field), e.g. '0.5', '890 MB', '8.25 bits'."""
-        key = self.summary_field if field is None else field
-        if key not in self.values:
-            raise ValueError(f"example {self.name!r} has no field {key!r}; fields: "
-                             f"{', '.join(self.values)}")
-        v = self.values[key]
-        digits = self.digits.get(key)
-        if isinstance(v, list):
-            text = "[" + ", ".join(str(x) if isinstance(x, str) else _format_number(x, digits)
-                                   for x in v) + "]"
-        elif isinstance(v, str):
-            text = v
-        else:
-            text = _format_number(v, digits)
-        unit = self.units.get(key, "")
-        return f"{text} {unit}" if unit else text
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "title": self.title,
-            "source": self.source,
-            "values": {k: _json_value(v) for k, v in self.values.items()},
-            "units": dict(self.units),
-            "summary_field": self.summary_field,
-            "summary": self.format(),
-            "text": {k: self.format(k) for k in self.values},
-        }
+__all__ = ["EXAMPLES", "Example", "example", "list_examples"]
 
 
 def _short_exp(v: float) -> str:
@@ -162,8 +80,8 @@ def attention_product() -> Example:
         {"probs": r.probs, "probs_rounded": r.probs_rounded, "values": r.values,
          "grid_step": r.grid_step, "exact_product": float(r.exact_product),
          "rounded_product": float(r.rounded_product),
-         "change": f"{_format_number(float(r.exact_product), None)} → "
-                   f"{_format_number(float(r.rounded_product), None)}"},
+         "change": f"{format_number(float(r.exact_product), None)} → "
+                   f"{format_number(float(r.rounded_product), None)}"},
         {"probs": "", "probs_rounded": "", "values": "", "grid_step": "", "exact_product": "",
          "rounded_product": "", "change": ""},
         "change")
@@ -263,7 +181,7 @@ def _range_example(fmt: FloatFormat) -> Example:
 
 def _pow2_text(v: float) -> str:
     if v <= 0 or not math.isfinite(v):
-        return _format_number(v, None)
+        return format_number(v, None)
     q = Fraction(v)
     e = math.floor(math.log2(v))
     if Fraction(2) ** e > q:
@@ -362,8 +280,8 @@ def kv_cache_memory() -> Example:
         "MB = 10^6 bytes, GiB = 2^30 bytes",
         {"bytes_per_token": bytes_per_token, "tokens": tokens, "bytes": total,
          "megabytes": total / 10 ** 6, "gibibytes": total / 2 ** 30,
-         "summary": f"{_format_number(total / 10 ** 6, None)} MB ≈ "
-                    f"{_format_number(total / 2 ** 30, 2)} GiB"},
+         "summary": f"{format_number(total / 10 ** 6, None)} MB ≈ "
+                    f"{format_number(total / 2 ** 30, 2)} GiB"},
         {"bytes_per_token": "bytes", "tokens": "tokens", "bytes": "bytes", "megabytes": "MB",
          "gibibytes": "GiB", "summary": ""},
         "megabytes", digits={"gibibytes": 2})
@@ -388,9 +306,9 @@ def softmax_saturation() -> Example:
         "logits [d, 0, 0] with the smallest integer d that saturates; target class 0; the rewrite "
         "is −Σ_{k≠y} e_k / Σ e_k; the reference is float64",
         values | {"statement": (
-            f"FP32: p_y rounds to {_format_number(_num(values['fp32_p_target']), None)}, so p − y = "
-            f"{_format_number(_num(values['fp32_grad_naive']), None)}; the rewrite gives "
-            f"{_num(values['fp32_grad_rewritten']):.4g}")},
+            f"FP32: p_y rounds to {format_number(as_number(values['fp32_p_target']), None)}, so p − y = "
+            f"{format_number(as_number(values['fp32_grad_naive']), None)}; the rewrite gives "
+            f"{as_number(values['fp32_grad_rewritten']):.4g}")},
         {k: "" for k in values} | {"statement": ""}, "statement",
         digits={k: 4 for k in values if "grad_r" in k or "p_other" in k})
 
@@ -402,9 +320,9 @@ def e4m3fn_overflow_conventions() -> Example:
         values[conv] = _cast(x, E4M3FN, conv)
     values["threshold"] = E4M3FN.max + (E4M3FN.max - float(
         decode(encode(np.array([E4M3FN.max]), E4M3FN) - 1, E4M3FN)[0])) / 2
-    values["threshold_ml_dtypes"] = _cast(_num(values["threshold"]), E4M3FN, "ml_dtypes")
-    values["summary"] = (f"{_format_number(x, None)} → {_format_number(_num(values['ml_dtypes']), None)} "
-                         f"in ml_dtypes, {_format_number(_num(values['torch']), None)} in torch")
+    values["threshold_ml_dtypes"] = _cast(as_number(values["threshold"]), E4M3FN, "ml_dtypes")
+    values["summary"] = (f"{format_number(x, None)} → {format_number(as_number(values['ml_dtypes']), None)} "
+                         f"in ml_dtypes, {format_number(as_number(values['torch']), None)} in torch")
     return Example(
         "e4m3fn_overflow_conventions", "E4M3FN overflow differs between backends",
         "formats.policy_for(convention, 'E4M3FN') applied by formats.encode; the threshold is "
@@ -417,8 +335,8 @@ def e8m0_ties() -> Example:
     for conv in ("ml_dtypes", "torch"):
         values[f"x1_{conv}"] = _cast(3.0, E8M0, conv)
         values[f"x2_{conv}"] = _cast(0.75, E8M0, conv)
-    values["summary"] = (f"3 → {_format_number(_num(values['x1_ml_dtypes']), None)}, "
-                         f"0.75 → {_format_number(_num(values['x2_ml_dtypes']), None)}")
+    values["summary"] = (f"3 → {format_number(as_number(values['x1_ml_dtypes']), None)}, "
+                         f"0.75 → {format_number(as_number(values['x2_ml_dtypes']), None)}")
     return Example(
         "e8m0_ties", "E8M0 ties round up",
         "formats.policy_for('ml_dtypes' / 'torch', 'E8M0'): 3 lies midway between 2 and 4, 0.75 "
@@ -452,6 +370,52 @@ def format_maxima() -> Example:
                    values, {k: "" for k in values}, "e4m3fn", digits={"bf16": 4})
 
 
+def mx_scale_rounding() -> Example:
+    amax = 957.0  # input: a block amax just above 2 × 448
+    rows = {r["rule"]: r for r in mx_scale_rule_table(amax, "E4M3FN")}
+    values: dict[str, Value] = {"amax": amax, "element_format": "E4M3FN", "element_max": E4M3FN.max}
+    for rule in ("floor", "rceil"):
+        values[f"{rule}_exponent"] = int(rows[rule]["scale_exponent"])
+        values[f"{rule}_scale"] = float(rows[rule]["decode_scale"])
+        values[f"{rule}_scale_text"] = f"2^{int(rows[rule]['scale_exponent'])}"
+        values[f"{rule}_decoded"] = float(rows[rule]["decoded_amax"])
+    values["summary"] = (f"floor: 2^{values['floor_exponent']}, {format_number(amax, None)} → "
+                         f"{format_number(as_number(values['floor_decoded']), None)}; rceil: "
+                         f"2^{values['rceil_exponent']}, {format_number(amax, None)} → "
+                         f"{format_number(as_number(values['rceil_decoded']), None)}")
+    return Example(
+        "mx_scale_rounding", "MX scale rule: floor saturates, rceil does not",
+        "lowprec.simulations.mx.mx_scale_rule_table(957, 'E4M3FN'): one block, the E8M0 exponent per "
+        "scale rule and what the amax decodes as",
+        values, {k: "" for k in values}, "summary")
+
+
+def delayed_spike() -> Example:
+    history_len, spike_step, spike, steps = 16, 100, 50.0, 140  # inputs: the default spike scenario
+    r = simulate_stream(format="E4M3FN", history=history_len, algo="max", steps=steps,
+                        spike_step=spike_step, spike=spike, seed=0)
+    values: dict[str, Value] = {
+        "format": "E4M3FN", "history_len": history_len, "spike_step": spike_step, "spike": spike,
+        "clipped_at_spike_delayed": float(r.delayed["clipped_fraction"][spike_step]),
+        "clipped_at_spike_current": float(r.current["clipped_fraction"][spike_step]),
+        "rms_rel_error_at_spike_delayed": float(r.delayed["rms_rel_error"][spike_step]),
+        "rms_rel_error_at_spike_current": float(r.current["rms_rel_error"][spike_step]),
+        "reduced_steps": r.reduced_steps(),
+        "clipped_at_spike_delayed_percent": 100 * float(r.delayed["clipped_fraction"][spike_step]),
+    }
+    units = {k: "" for k in values}
+    units.update({"history_len": "steps", "reduced_steps": "steps",
+                  "clipped_at_spike_delayed_percent": "%"})
+    return Example(
+        "delayed_spike", "A spike under delayed scaling",
+        "lowprec.simulations.spike.simulate_stream: E4M3FN, amax history 16 (max), the whole tensor × 50 "
+        "at step 100, seed 0; clipped fraction = |x · scale| > 464, the top of 448's rounding bin",
+        values, units, "clipped_at_spike_delayed_percent",
+        digits={"clipped_at_spike_delayed": 3, "clipped_at_spike_current": 3,
+                "rms_rel_error_at_spike_delayed": 3, "rms_rel_error_at_spike_current": 3,
+                "clipped_at_spike_delayed_percent": 3})
+
+
 EXAMPLES: dict[str, Callable[[], Example]] = {
     "attention_product": attention_product,
     "bf16_tie_flip": bf16_tie_flip,
@@ -470,6 +434,9 @@ EXAMPLES: dict[str, Callable[[], Example]] = {
     "e8m0_ties": e8m0_ties,
     "bf16_update_stall": bf16_update_stall,
     "format_maxima": format_maxima,
+    "mx_scale_rounding": mx_scale_rounding,
+    "delayed_spike": delayed_spike,
+    **examples_extra.EXAMPLES,  # lesson-specific examples
 }
 
 _CACHE: dict[str, Example] = {}
@@ -490,80 +457,6 @@ def example(name: str) -> Example:
 def list_examples() -> list[Example]:
     """Every registered example, sorted by name."""
     return [example(name) for name in sorted(EXAMPLES)]
-
-
-def _mx_scale_rounding() -> Example:
-    from lowprec.simulations.blocks import mx_scale_rule_table
-
-    amax = 957.0  # input: a block amax just above 2 × 448
-    rows = {r["rule"]: r for r in mx_scale_rule_table(amax, "E4M3FN")}
-    values: dict[str, Value] = {"amax": amax, "element_format": "E4M3FN", "element_max": E4M3FN.max}
-    for rule in ("floor", "rceil"):
-        values[f"{rule}_exponent"] = int(rows[rule]["scale_exponent"])
-        values[f"{rule}_scale"] = float(rows[rule]["decode_scale"])
-        values[f"{rule}_scale_text"] = f"2^{int(rows[rule]['scale_exponent'])}"
-        values[f"{rule}_decoded"] = float(rows[rule]["decoded_amax"])
-    values["summary"] = (f"floor: 2^{values['floor_exponent']}, {_format_number(amax, None)} → "
-                         f"{_format_number(_num(values['floor_decoded']), None)}; rceil: "
-                         f"2^{values['rceil_exponent']}, {_format_number(amax, None)} → "
-                         f"{_format_number(_num(values['rceil_decoded']), None)}")
-    return Example(
-        "mx_scale_rounding", "MX scale rule: floor saturates, rceil does not",
-        "lowprec.simulations.blocks.mx_scale_rule_table(957, 'E4M3FN'): one block, the E8M0 exponent per "
-        "scale rule and what the amax decodes as",
-        values, {k: "" for k in values}, "summary")
-
-
-def _delayed_spike() -> Example:
-    from lowprec.simulations.delayed import simulate_stream
-
-    history_len, spike_step, spike, steps = 16, 100, 50.0, 140  # inputs: the default spike scenario
-    r = simulate_stream("E4M3FN", history_len=history_len, algo="max", steps=steps,
-                        spike_step=spike_step, spike=spike, seed=0)
-    values: dict[str, Value] = {
-        "format": "E4M3FN", "history_len": history_len, "spike_step": spike_step, "spike": spike,
-        "clipped_at_spike_delayed": float(r.delayed["clipped_fraction"][spike_step]),
-        "clipped_at_spike_current": float(r.current["clipped_fraction"][spike_step]),
-        "rms_rel_error_at_spike_delayed": float(r.delayed["rms_rel_error"][spike_step]),
-        "rms_rel_error_at_spike_current": float(r.current["rms_rel_error"][spike_step]),
-        "reduced_steps": r.reduced_steps(),
-        "clipped_at_spike_delayed_percent": 100 * float(r.delayed["clipped_fraction"][spike_step]),
-    }
-    units = {k: "" for k in values}
-    units.update({"history_len": "steps", "reduced_steps": "steps",
-                  "clipped_at_spike_delayed_percent": "%"})
-    return Example(
-        "delayed_spike", "A spike under delayed scaling",
-        "lowprec.simulations.delayed.simulate_stream: E4M3FN, amax history 16 (max), the whole tensor × 50 "
-        "at step 100, seed 0; clipped fraction = |x · scale| > 464, the top of 448's rounding bin",
-        values, units, "clipped_at_spike_delayed_percent",
-        digits={"clipped_at_spike_delayed": 3, "clipped_at_spike_current": 3,
-                "rms_rel_error_at_spike_delayed": 3, "rms_rel_error_at_spike_current": 3,
-                "clipped_at_spike_delayed_percent": 3})
-
-
-def _register_optional() -> None:
-    """Examples that need modules other parts of the project provide: registered only when the module
-    exists (found without importing it; the example function imports it when called)."""
-    for name, module, fn in (("mx_scale_rounding", "lowprec.simulations.blocks", _mx_scale_rounding),
-                             ("delayed_spike", "lowprec.simulations.delayed", _delayed_spike)):
-        try:
-            found = importlib.util.find_spec(module) is not None
-        except ImportError:
-            found = False
-        if found:
-            EXAMPLES.setdefault(name, fn)
-
-
-_register_optional()
-
-try:  # lesson-specific examples written by the curriculum
-    _extra = importlib.import_module("lowprec.simulations.examples_extra")
-except ModuleNotFoundError as _exc:
-    if _exc.name != "lowprec.simulations.examples_extra":
-        raise
-else:
-    EXAMPLES.update(getattr(_extra, "EXAMPLES", {}))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

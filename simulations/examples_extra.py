@@ -1,6 +1,6 @@
 """Lesson-specific worked examples: every number the curriculum quotes that the core registry lacks.
 
-Each entry of `EXAMPLES` builds a `simulations.examples.Example` whose values are computed here from
+Each entry of `EXAMPLES` builds a `simulations.example_record.Example` whose values are computed here from
 `formats` (never typed in): storage per element from format bit widths, casts through
 `formats.quantize`, grid neighbours through directed rounding. Conventions: a decode scale `s`
 multiplies codes back to real values (`x ≈ s · q`, `s = amax / F` with `F` the format's largest finite
@@ -13,7 +13,7 @@ models, not measurements of any backend or publication.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 import numpy as np
 
@@ -22,8 +22,8 @@ from lowprec.formats import (
     BF16, E2M1, E4M3FN, E4M3FNUZ, E5M2, E5M2FNUZ, E8M0, FP16, FP32, CastPolicy, Overflow, Rounding, Subnormals,
 )
 
-if TYPE_CHECKING:  # Example lives in simulations.examples, which imports this module
-    from lowprec.simulations.examples import Example
+from .example_record import Example
+from .scales import decode_scale, encode_scale
 
 __all__ = ["EXAMPLES"]
 
@@ -33,11 +33,9 @@ SATURATE = CastPolicy(rounding=Rounding.NEAREST_EVEN, overflow=Overflow.SATURATE
 def _example(
     name: str, title: str, source: str, values: dict, units: dict, summary_field: str,
     digits: dict[str, int] | None = None,
-) -> "Example":
+) -> Example:
     """Build the registry's Example; a field ending in `_pct` is a percentage (unit %, 1 decimal
     unless `digits` says otherwise)."""
-    from lowprec.simulations.examples import Example
-
     units = dict(units)
     shown = {k: 1 for k in values if k.endswith("_pct")}
     for k in shown:
@@ -69,7 +67,7 @@ def _scaled_quantize(x: np.ndarray, fmt: formats.Format, decode_scale: np.ndarra
 # ------------------------------------------------------------------------------------------------
 
 
-def weight_memory() -> "Example":
+def weight_memory() -> Example:
     params = 7_000_000_000
     nvfp4_bits = E2M1.bits + E4M3FN.bits / 16  # per-16 E4M3 block scale; the one FP32 tensor scale is negligible
     values = {
@@ -99,7 +97,7 @@ def weight_memory() -> "Example":
 # ------------------------------------------------------------------------------------------------
 
 
-def fp16_vs_bf16() -> "Example":
+def fp16_vs_bf16() -> Example:
     x = 1.001
     big = 70000.0
     values = {
@@ -120,7 +118,7 @@ def fp16_vs_bf16() -> "Example":
     )
 
 
-def e4m3_variants() -> "Example":
+def e4m3_variants() -> Example:
     values: dict[str, float | int | str] = {}
     for fmt in (E4M3FN, E4M3FNUZ, E5M2, E5M2FNUZ):
         key = fmt.name.lower()
@@ -134,7 +132,7 @@ def e4m3_variants() -> "Example":
     )
 
 
-def subnormal_flush() -> "Example":
+def subnormal_flush() -> Example:
     x = 3 * float(E4M3FN.smallest_subnormal)
     keep = SATURATE.with_(subnormals=Subnormals.KEEP)
     flush = SATURATE.with_(subnormals=Subnormals.FLUSH)
@@ -155,7 +153,7 @@ def subnormal_flush() -> "Example":
 # ------------------------------------------------------------------------------------------------
 
 
-def scale_conventions() -> "Example":
+def scale_conventions() -> Example:
     amax = 3.5
     fmax = float(E4M3FN.max)
     decode_scale = amax / fmax
@@ -175,23 +173,22 @@ def scale_conventions() -> "Example":
     )
 
 
-def zero_tensor_scale() -> "Example":
-    from lowprec.simulations import scaling
+def zero_tensor_scale() -> Example:
 
     values = {
-        "decode_scale_zero": float(scaling.decode_scale(0.0, E4M3FN)),
-        "encode_scale_zero": float(scaling.encode_scale(0.0, E4M3FN)),
-        "decode_scale_nan": float(scaling.decode_scale(float("nan"), E4M3FN)),
-        "decode_scale_3_5": float(scaling.decode_scale(3.5, E4M3FN)),
+        "decode_scale_zero": float(decode_scale(0.0, E4M3FN)),
+        "encode_scale_zero": float(encode_scale(0.0, E4M3FN)),
+        "decode_scale_nan": float(decode_scale(float("nan"), E4M3FN)),
+        "decode_scale_3_5": float(decode_scale(3.5, E4M3FN)),
     }
     return _example(
         "zero_tensor_scale", "The safe scale of an all-zero (or non-finite) amax",
-        "lowprec.simulations.scaling.decode_scale / encode_scale with amax 0, NaN and 3.5 (E4M3FN)",
+        "lowprec.simulations.scales.decode_scale / encode_scale with amax 0, NaN and 3.5 (E4M3FN)",
         values, {k: "" for k in values}, "decode_scale_zero",
     )
 
 
-def fixed_scale_shrink() -> "Example":
+def fixed_scale_shrink() -> Example:
     """Standard-normal tensors times a shrinking magnitude, cast to E4M3FN with a fixed scale of 1
     versus an amax scale: fraction rounded to zero and RMS relative error of the nonzero inputs."""
     seed = 0
@@ -212,7 +209,7 @@ def fixed_scale_shrink() -> "Example":
     )
 
 
-def clip_vs_zero() -> "Example":
+def clip_vs_zero() -> Example:
     """A heavy-tailed tensor (Student t, 3 degrees of freedom) in E4M3FN: a decode scale from the
     maximum vs from the 99th percentile magnitude. The percentile clips the tail, the max keeps it."""
     seed = 1
@@ -239,7 +236,7 @@ def clip_vs_zero() -> "Example":
 # ------------------------------------------------------------------------------------------------
 
 
-def outlier_group() -> "Example":
+def outlier_group() -> Example:
     """A 16×64 standard-normal matrix with one outlier of 100 at row 3, column 5: RMS relative error of
     the ordinary values under per-tensor, per-row and 1×32-block decode scales (amax / F, FP32)."""
     seed = 0
@@ -270,7 +267,7 @@ def outlier_group() -> "Example":
     )
 
 
-def metadata_cost() -> "Example":
+def metadata_cost() -> Example:
     rows = cols = 4096
     values = {
         "rows": rows, "cols": cols,
@@ -294,7 +291,7 @@ def metadata_cost() -> "Example":
 # ------------------------------------------------------------------------------------------------
 
 
-def router_near_tie() -> "Example":
+def router_near_tie() -> Example:
     logits = np.array([3.0, 3.005])
     cast = _q(logits, BF16)
     values = {
@@ -311,7 +308,7 @@ def router_near_tie() -> "Example":
     )
 
 
-def stalled_update() -> "Example":
+def stalled_update() -> Example:
     w0, update, steps = 1.0, 1e-3, 100
     w_bf16 = w0
     master = np.float32(w0)
@@ -332,7 +329,7 @@ def stalled_update() -> "Example":
     )
 
 
-def loss_scaling() -> "Example":
+def loss_scaling() -> Example:
     grad = 1e-8
     loss_scale = 2.0**16
     ieee = formats.default_policy(FP16)
@@ -355,7 +352,7 @@ def loss_scaling() -> "Example":
 # ------------------------------------------------------------------------------------------------
 
 
-def sr_variance() -> "Example":
+def sr_variance() -> Example:
     p = 0.3
     lo = _q1(p, E4M3FN, SATURATE.with_(rounding=Rounding.DOWN))
     hi = _q1(p, E4M3FN, SATURATE.with_(rounding=Rounding.UP))
@@ -378,7 +375,7 @@ def sr_variance() -> "Example":
 # ------------------------------------------------------------------------------------------------
 
 
-def recompute_stale_scale() -> "Example":
+def recompute_stale_scale() -> Example:
     """Max-of-history delayed scaling (history 4) for one layer; at step t the true forward uses the
     scale from amaxes before t; the defective recompute reruns after the forward recorded amax_t and
     advanced the state, so it uses the next step's scale and records amax_t a second time."""
@@ -428,7 +425,7 @@ def recompute_stale_scale() -> "Example":
 # ------------------------------------------------------------------------------------------------
 
 
-def fp4_kv_bits() -> "Example":
+def fp4_kv_bits() -> Example:
     bits = E2M1.bits + E4M3FN.bits / 16
     values = {
         "e2m1_bits": E2M1.bits, "scale_bits": E4M3FN.bits, "group": 16,
@@ -443,7 +440,7 @@ def fp4_kv_bits() -> "Example":
     )
 
 
-EXAMPLES: dict[str, Callable[[], "Example"]] = {
+EXAMPLES: dict[str, Callable[[], Example]] = {
     "weight_memory": weight_memory,
     "fp16_vs_bf16": fp16_vs_bf16,
     "e4m3_variants": e4m3_variants,

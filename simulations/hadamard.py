@@ -18,9 +18,12 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ._io import ArgumentParser, add_json_argument, run_main
-from .blocks import quantize_mx, quantize_nvfp4
-from .scaling import error_metrics
+from lowprec.config import ConfigError, Cost, config_record, knob
+
+from ._cli import ProgressFn, Simulation, config_or_knobs, run_module
+from .metrics import error_metrics
+from .mx import quantize_mx
+from .nvfp4 import quantize_nvfp4
 
 RHT_BLOCK = 16
 
@@ -76,6 +79,8 @@ class HadamardStudy:
     mxfp4_rms_rel_error_before: float
     mxfp4_rms_rel_error_after: float
 
+    study = "hadamard"
+
     def to_dict(self) -> dict[str, Any]:
         return {"study": "hadamard", **{k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}}
 
@@ -127,16 +132,51 @@ def hadamard_study(shape: Sequence[int] = (64, 256), outlier: float = 100.0, see
     )
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    p = ArgumentParser(prog="python -m lowprec.simulations.hadamard",
-                                description="random Hadamard transform study (blocks of 16) → JSON")
-    p.add_argument("--rows", type=int, default=64)
-    p.add_argument("--cols", type=int, default=256, help="inner dimension K (a multiple of 32)")
-    p.add_argument("--outlier", type=float, default=100.0, help="the outlier's value (one per row)")
-    p.add_argument("--seed", type=int, default=0)
-    add_json_argument(p)
-    return run_main(p, argv, lambda a: hadamard_study((a.rows, a.cols), a.outlier, a.seed))
+@config_record
+class HadamardConfig:
+    """Parameters of `python -m lowprec.simulations.hadamard` (the same names as the grouping
+    simulation's hadamard study)."""
 
+    rows: int = knob(64, "rows M of A (one outlier per row)", bounds=(1, 4096), widget="input")
+    cols: int = knob(256, "inner dimension K (a multiple of 32: MXFP4 blocks)", bounds=(32, 4096), widget="input")
+    outlier: float = knob(100.0, "the outlier's value (one per row of A)", bounds=(-1e6, 1e6), widget="input")
+    seed: int = knob(0, "seed of A, B and the Hadamard signs", bounds=(0, 2**31 - 1), widget="input")
+
+    def __post_init__(self) -> None:
+        if self.cols % 32:
+            raise ConfigError("cols", f"must be a multiple of 32 (MXFP4 blocks), got {self.cols}")
+
+    def cost(self) -> Cost:
+        n = self.rows * self.cols
+        return Cost(bytes=n * 8 * 10, seconds=n * 4e-7, note="four FP4 casts of A and a GEMM")
+
+
+def simulate_hadamard(config: HadamardConfig | None = None, *, progress: ProgressFn | None = None,
+                      **knobs: Any) -> HadamardStudy:
+    """`hadamard_study` for a HadamardConfig (or one made of `knobs`)."""
+    cfg = config_or_knobs(HadamardConfig, config, knobs)
+    study = hadamard_study((cfg.rows, cfg.cols), cfg.outlier, cfg.seed)
+    if progress is not None:
+        progress(1, 1)
+    return study
+
+
+def summary_lines(s: HadamardStudy) -> list[str]:
+    return [f"block crest factor {s.block_crest_before:.3g} → {s.block_crest_after:.3g} with the transform",
+            f"rms rel error NVFP4 {s.nvfp4_rms_rel_error_before:.4g} → {s.nvfp4_rms_rel_error_after:.4g}, "
+            f"MXFP4 {s.mxfp4_rms_rel_error_before:.4g} → {s.mxfp4_rms_rel_error_after:.4g}",
+            f"GEMM max |(AH)(HᵀB) − AB| = {s.gemm_max_abs_diff:.3g}"]
+
+
+SIMULATION: Simulation[HadamardConfig, HadamardStudy] = Simulation(
+    name="hadamard",
+    help="random Hadamard transform on blocks of 16: outlier spreading and FP4 error",
+    config=HadamardConfig,
+    run=lambda cfg, progress: simulate_hadamard(cfg, progress=progress),
+    summary=summary_lines,
+)
+
+main = SIMULATION.main
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    run_module(SIMULATION)

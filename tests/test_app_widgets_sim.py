@@ -8,7 +8,9 @@ oracles where the physics is simple: Transformer Engine's delayed-scaling rule (
 `max` history for exactly H steps), per-group amax and float32 encode scales from plain numpy,
 ml_dtypes casts for P̃, MX and NVFP4 element codes (compared as unsigned integer views), the MX scale
 rules written out, the one-commit-per-layer-per-step rule of the corrected recompute design. A
-simulation that raises shows an "Invalid" message and keeps the last good data.
+simulation that raises shows an "Invalid" message and keeps the last good data. The four widgets that
+are faces of a `lowprec.simulations` simulation take their parameters from its config record
+(tests/test_config_faces.py checks the names).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from lowprec.app.widgets.block_formats import BlockFormats
 from lowprec.app.widgets.delayed_spike import DelayedSpike
 from lowprec.app.widgets.recompute_divergence import RecomputeDivergence
 from lowprec.app.widgets.scale_grouping import ScaleGrouping
-from lowprec.simulations import attention, blocks, delayed, recompute, scaling
+from lowprec.simulations import attention, blocks, grouping, recompute, scaling, spike
 
 E4M3_MAX = 448.0
 F32_EPS = 2.0**-23
@@ -105,10 +107,10 @@ def test_builds_with_each_option(cls: type[SimulationWidget]) -> None:
 @pytest.mark.parametrize(
     "cls, module, func, change",
     [
-        (DelayedSpike, delayed, "simulate_stream", ("history", 4)),
-        (AttentionRounding, attention, "simulate_attention", ("rounding", "stochastic")),
+        (DelayedSpike, spike, "simulate_spike", ("history", 4)),
+        (AttentionRounding, attention, "run_attention_config", ("rounding", "stochastic")),
         (RecomputeDivergence, recompute, "run_recompute", ("layers", 2)),
-        (ScaleGrouping, scaling, "quantize_scaled", ("granularity", "row")),
+        (ScaleGrouping, grouping, "simulate_grouping", ("format", "E5M2")),
         (BlockFormats, blocks, "quantize_mx", ("scale_rule", "rceil")),
     ],
     ids=lambda v: v.__name__ if isinstance(v, type) else None,
@@ -137,7 +139,7 @@ def test_simulation_error_shows_message_and_keeps_view(cls: type[SimulationWidge
 # DelayedSpike
 # ------------------------------------------------------------------------------------------------
 
-DELAYED_DEFAULTS = dict(fmt="E4M3FN", history_len=16, algo="max", margin=0, steps=200, spike_step=100,
+DELAYED_DEFAULTS = dict(format="E4M3FN", history=16, algo="max", margin=0, steps=200, spike_step=100,
                         spike=50.0, seed=0)
 PLOTTED = ("amax", "delayed_amax_used", "current_amax_used", "delayed_clipped_fraction",
            "current_clipped_fraction", "delayed_rms_rel_error", "current_rms_rel_error")
@@ -145,15 +147,15 @@ PLOTTED = ("amax", "delayed_amax_used", "current_amax_used", "delayed_clipped_fr
 
 @pytest.mark.parametrize(
     "param_name, value, sim_name",
-    [("history", 4, "history_len"), ("algo", "most_recent", "algo"), ("margin", 2, "margin"),
-     ("format", "E5M2", "fmt"), ("steps", 150, "steps"), ("spike_step", 40, "spike_step"),
-     ("spike", 8.0, "spike"), ("seed", 3, "seed")],
+    [("history", 4, "history"), ("algo", "most_recent", "algo"), ("margin", 2, "margin"),
+     ("format", "E5M2", "format"), ("steps", 150, "steps"), ("spike_step", 40, "spike_step"),
+     ("spike", 8.0, "spike"), ("seed", 3, "seed"), ("size", 1000, "size")],
 )
 def test_delayed_spike_follows_simulation(param_name: str, value: Any, sim_name: str) -> None:
     w = DelayedSpike()
     default_cols = columns(w, "steps")
     setattr(w, param_name, value)
-    expected = delayed.simulate_stream(**{**DELAYED_DEFAULTS, sim_name: value}).columns()
+    expected = spike.simulate_stream(**{**DELAYED_DEFAULTS, sim_name: value}).columns()
     cols = columns(w, "steps")
     for key in PLOTTED:
         assert same(cols[key], expected[key]), key
@@ -197,6 +199,21 @@ def test_delayed_spike_step_outside_stream() -> None:
     assert all(span.location == 120 for span in w._spans)
 
 
+def test_delayed_spike_other_streams() -> None:
+    """A bursts stream: no spike marker, the summary speaks of the largest amax; σ is 10 on the
+    first 5 steps of every 50 (the stream written out: step t drawn from Philox(seed, counter t))."""
+    w = DelayedSpike(stream="bursts", steps=120, size=512)
+    assert not any(span.visible for span in w._spans)
+    amax = np.asarray(columns(w, "steps")["amax"])
+    for t in (0, 7, 52):
+        rng = np.random.Generator(np.random.Philox(key=0, counter=[0, 0, t, 0]))
+        x = rng.standard_normal(512, dtype=np.float32) * np.float32(10.0 if t % 50 < 5 else 1.0)
+        assert amax[t] == float(np.abs(x).max())
+    assert "At the largest amax" in w.summary
+    w.stream = "spike"
+    assert all(span.visible for span in w._spans)
+
+
 # ------------------------------------------------------------------------------------------------
 # AttentionRounding
 # ------------------------------------------------------------------------------------------------
@@ -208,7 +225,7 @@ def softmax(scores: np.ndarray) -> np.ndarray:
     return e / e.sum(axis=1, keepdims=True)
 
 
-ATT_DEFAULTS = dict(seq=128, head_dim=64, fmt="E4M3FN", rounding="nearest_even", scale="none", trials=200,
+ATT_DEFAULTS = dict(seq=128, head_dim=64, format="E4M3FN", rounding="nearest_even", scale="none", trials=200,
                     temperature=1.0, renormalize=False, seed=0)
 
 
@@ -223,15 +240,16 @@ def test_attention_nearest_matches_ml_dtypes() -> None:
 
 @pytest.mark.parametrize(
     "param_name, value, sim_name",
-    [("format", "E5M2", "fmt"), ("rounding", "stochastic", "rounding"), ("scale", "row", "scale"),
-     ("seq", 48, "seq"), ("temperature", 0.3, "temperature"), ("seed", 2, "seed")],
+    [("format", "E5M2", "format"), ("rounding", "stochastic", "rounding"), ("scale", "row", "scale"),
+     ("seq", 48, "seq"), ("temperature", 0.3, "temperature"), ("seed", 2, "seed"), ("head_dim", 8, "head_dim"),
+     ("mask", "causal", "mask"), ("v_format", "E4M3FN", "v_format")],
 )
 def test_attention_follows_simulation(param_name: str, value: Any, sim_name: str) -> None:
     w = AttentionRounding(seq=64, trials=50)
     default_cols = columns(w, "first_order")
     setattr(w, param_name, value)
     kwargs = {**ATT_DEFAULTS, "seq": 64, "trials": 50, sim_name: value}
-    r = attention.simulate_attention(kwargs.pop("seq"), kwargs.pop("head_dim"), kwargs.pop("fmt"),
+    r = attention.simulate_attention(kwargs.pop("seq"), kwargs.pop("head_dim"), kwargs.pop("format"),
                                      kwargs.pop("rounding"), **kwargs)
     assert same(columns(w, "first_order")["exact"], r.delta_o.reshape(-1).tolist())
     assert same(columns(w, "first_order")["first_order"], r.delta_o_first_order.reshape(-1).tolist())
@@ -354,10 +372,18 @@ def group_amax_per_element(x: np.ndarray, granularity: str, k: int = 16) -> np.n
     return np.kron(tiles, np.ones((k, k)))
 
 
+GRANULARITY_LABELS = {"tensor": "tensor", "row": "row", "column": "column", "block": "block16",
+                      "block2d": "block16x16"}
+
+
 @pytest.mark.parametrize("granularity, n_groups", [("tensor", 1), ("row", 32), ("column", 64), ("block", 128),
                                                     ("block2d", 8)])
 def test_grouping_scales_and_dequantized_values(granularity: str, n_groups: int) -> None:
-    w = ScaleGrouping(granularity=granularity)
+    label = GRANULARITY_LABELS[granularity]
+    w = ScaleGrouping(granularities=f"tensor,{label}" if label != "tensor" else "tensor")
+    result = w.result
+    w._view.value = label  # the buttons choose what is drawn: no new simulation
+    assert w.result is result
     x = grouping_tensor()
     cells = columns(w, "cells")
     assert cells["value"] == x.astype(np.float64).reshape(-1).tolist()
@@ -369,36 +395,39 @@ def test_grouping_scales_and_dequantized_values(granularity: str, n_groups: int)
     codes = scaled.astype(ml_dtypes.float8_e4m3fn)
     x_hat = codes.astype(np.float64) * (1.0 / encode)
     assert np.allclose(cells["dequantized"], x_hat.reshape(-1), rtol=1e-15, atol=0)
+    rel = np.abs(x_hat - x.astype(np.float64)) / np.abs(x.astype(np.float64))
+    assert np.array_equal(np.asarray(cells["rel_error"]), rel.reshape(-1))
     bits = 8 + 32 * n_groups / x.size
-    assert f"{bits:.4g} bits per element" in w.summary
+    assert f"{bits:.4g} bits per element" in w.summary and f", {label}:" in w.summary
     assert cells["scale_text"][0] == power_of_two_text(cells["decode_scale"][0])
 
 
 @pytest.mark.parametrize("param_name, value", [("outlier", 1000.0), ("outlier_row", 10), ("outlier_col", 40),
-                                               ("seed", 1), ("format", "E2M1"), ("block_size", 8)])
+                                               ("seed", 1), ("format", "E2M1"), ("granularities", "block8,row")])
 def test_grouping_follows_simulation(param_name: str, value: Any) -> None:
-    w = ScaleGrouping(granularity="block")
+    w = ScaleGrouping(granularities="block16")
     default = columns(w, "cells")
     setattr(w, param_name, value)
-    args = {"outlier": 100.0, "outlier_row": 3, "outlier_col": 5, "seed": 0, "format": "E4M3FN", "block_size": 16,
-            param_name: value}
+    args = {"outlier": 100.0, "outlier_row": 3, "outlier_col": 5, "seed": 0, "format": "E4M3FN",
+            "granularities": "block16", param_name: value}
+    first = str(args["granularities"]).split(",")[0]
     x = grouping_tensor(args["outlier"], args["outlier_row"], args["outlier_col"], args["seed"])
-    st = scaling.quantize_scaled(x, args["format"], f"block{args['block_size']}")
+    st = scaling.quantize_scaled(x, args["format"], first)
     cells = columns(w, "cells")
     assert np.array_equal(np.asarray(cells["dequantized"]), st.dequantize().reshape(-1))
     assert columns(w, "outlier") == {"x": [args["outlier_col"]], "y": [args["outlier_row"]]}
     assert cells != default, "the plot did not change"
     # the summary's overall error is the outlier study's for this granularity
-    study = scaling.outlier_study(args["format"], (32, 64), args["outlier"],
-                                  (args["outlier_row"], args["outlier_col"]),
-                                  granularities=[f"block{args['block_size']}"], seed=args["seed"])
+    study = grouping.outlier_study(args["format"], (32, 64), args["outlier"],
+                                   (args["outlier_row"], args["outlier_col"]), granularities=[first], seed=args["seed"])
     assert f"RMS relative error {study.entries[0].report.rms_rel_error:.3g}" in w.summary
+    assert columns(w, "granularities")["granularity"] == str(args["granularities"]).split(",")
 
 
 @pytest.mark.parametrize("granularity", ["tensor", "row", "column"])
 def test_grouping_outlier_neighbours(granularity: str) -> None:
     # the outlier's neighbours: the other elements sharing its scale (row 3 / column 5 / all)
-    w = ScaleGrouping(granularity=granularity, format="INT8")
+    w = ScaleGrouping(granularities=granularity, format="INT8")
     x = grouping_tensor().astype(np.float64)
     cells = columns(w, "cells")
     x_hat = np.asarray(cells["dequantized"]).reshape(x.shape)
@@ -412,6 +441,65 @@ def test_grouping_outlier_neighbours(granularity: str) -> None:
     d = x_hat[same_group] - x[same_group]
     expected = math.sqrt(float(np.sum(d * d)) / float(np.sum(x[same_group] ** 2)))
     assert f"{expected:.3g}" in w.summary
+    bars = columns(w, "granularities")
+    assert bars["outlier_group"] == [pytest.approx(expected, rel=1e-12, abs=0)]
+
+
+def test_grouping_window_of_a_large_tensor() -> None:
+    w = ScaleGrouping(rows=200, cols=300, outlier_row=150, outlier_col=290, granularities="row")
+    cells = columns(w, "cells")
+    assert len(cells["x"]) == 64 * 128
+    assert (min(cells["row"]), max(cells["row"])) == (118, 181)  # 64 rows centred on 150
+    assert (min(cells["col"]), max(cells["col"])) == (172, 299)  # 128 columns, clamped at the edge
+    assert columns(w, "outlier") == {"x": [290], "y": [150]}
+    assert "window around the outlier" in w.summary
+
+
+def test_grouping_other_studies() -> None:
+    """Each study shows its own figure; the numbers are the study's (the transpose errors against
+    an ml_dtypes computation of the same data)."""
+    w = ScaleGrouping()
+    assert w._views["outlier"].visible and not w._views["transpose"].visible
+    w.study = "transpose"
+    assert w.error == "" and w._views["transpose"].visible and not w._views["outlier"].visible
+    assert columns(w, "cells")["x"] == [] and columns(w, "granularities")["granularity"] == []
+    x = np.random.default_rng(0).standard_t(3, size=(32, 64)).astype(np.float32).astype(np.float64)
+
+    def e4m3_blocks(z: np.ndarray, axis: int) -> np.ndarray:
+        zt = np.moveaxis(z, axis, -1)
+        g = zt.reshape(*zt.shape[:-1], -1, 32)
+        enc = np.asarray(E4M3_MAX / np.abs(g).max(axis=-1, keepdims=True), np.float32).astype(np.float64)
+        q = np.clip(g * enc, -E4M3_MAX, E4M3_MAX).astype(ml_dtypes.float8_e4m3fn).astype(np.float64) / enc
+        return np.moveaxis(q.reshape(zt.shape), -1, axis)
+
+    def rms(xh: np.ndarray) -> float:
+        return float(np.sqrt(np.sum((xh - x) ** 2) / np.sum(x * x)))
+
+    rows = e4m3_blocks(x, 1)
+    expected = [rms(rows), rms(e4m3_blocks(x, 0)), rms(e4m3_blocks(rows, 0))]
+    assert np.allclose(columns(w, "transpose")["error"], expected, rtol=1e-12, atol=0)
+    w.study = "scale_choice"
+    assert w._views["scale_choice"].visible and len(columns(w, "curves")["magnitude"]) == 41
+    w.study = "hadamard"
+    h = columns(w, "hadamard")
+    from lowprec.simulations.hadamard import hadamard_study
+
+    st = hadamard_study((32, 64), 100.0, 0)
+    assert h["scheme"] == ["NVFP4", "NVFP4 + RHT", "MXFP4", "MXFP4 + RHT"]
+    assert h["error"] == [st.nvfp4_rms_rel_error_before, st.nvfp4_rms_rel_error_after, st.mxfp4_rms_rel_error_before,
+                          st.mxfp4_rms_rel_error_after]
+    w.study = "outlier"
+    assert w._views["outlier"].visible and len(columns(w, "cells")["x"]) == 32 * 64
+
+
+def test_grouping_bad_value_keeps_view() -> None:
+    w = ScaleGrouping()
+    before = columns(w, "cells")
+    w.granularities = "tensor,block7"
+    assert w.error.startswith("Invalid") and "granularities: block size 7 does not divide" in w.error
+    assert columns(w, "cells") == before
+    w.granularities = "tensor,row"
+    assert w.error == "" and w._view.options == ["tensor", "row"]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -428,10 +516,10 @@ def block_input(seed: int = 0, outlier: float = 0.0, row: int = 0, distribution:
     return x
 
 
-MX_DTYPES = {"MXFP8": ("E4M3FN", ml_dtypes.float8_e4m3fn, 8, 448.0),
-             "MXFP8-E5M2": ("E5M2", ml_dtypes.float8_e5m2, 15, 57344.0),
-             "MXFP6": ("E2M3", ml_dtypes.float6_e2m3fn, 2, 7.5),
-             "MXFP6-E3M2": ("E3M2", ml_dtypes.float6_e3m2fn, 4, 28.0),
+MX_DTYPES = {"MXFP8_E4M3": ("E4M3FN", ml_dtypes.float8_e4m3fn, 8, 448.0),
+             "MXFP8_E5M2": ("E5M2", ml_dtypes.float8_e5m2, 15, 57344.0),
+             "MXFP6_E2M3": ("E2M3", ml_dtypes.float6_e2m3fn, 2, 7.5),
+             "MXFP6_E3M2": ("E3M2", ml_dtypes.float6_e3m2fn, 4, 28.0),
              "MXFP4": ("E2M1", ml_dtypes.float4_e2m1fn, 2, 6.0)}
 
 
@@ -491,7 +579,7 @@ def test_block_errors_follow_simulation(param_name: str, value: Any) -> None:
     w = BlockFormats()
     default = {name: columns(w, name) for name in w.sources}
     setattr(w, param_name, value)
-    args = {"recipe": "MXFP8", "scale_rule": "floor", "distribution": "normal" if value == "normal" else "student_t",
+    args = {"recipe": "MXFP8_E4M3", "scale_rule": "floor", "distribution": "normal" if value == "normal" else "student_t",
             "outlier": 0.0, "seed": 0, "row": 0, param_name: value}
     x = block_input(args["seed"], args["outlier"], args["row"], args["distribution"])
     elem = MX_DTYPES[args["recipe"]][0]
@@ -552,7 +640,7 @@ def rms_rel(x: np.ndarray, x_hat: np.ndarray) -> float:
     return float(np.sqrt(((x_hat.astype(np.float64) - x64) ** 2).sum() / (x64**2).sum()))
 
 
-@pytest.mark.parametrize("recipe", ["MXFP8", "MXFP4"])
+@pytest.mark.parametrize("recipe", ["MXFP8_E4M3", "MXFP4"])
 def test_transposed_view_against_ml_dtypes(recipe: str) -> None:
     """Row view, column view from the source and column view from the row-rounded data, each an
     independent ml_dtypes computation; the re-quantized column view of MXFP4 is measurably worse."""
@@ -566,7 +654,7 @@ def test_transposed_view_against_ml_dtypes(recipe: str) -> None:
     bars = columns(w, "transpose")
     assert bars["view"] == ["row blocks", "columns from source", "columns re-quantized"]
     assert np.allclose(bars["error"], expected, rtol=1e-12, atol=0)
-    assert w.result["transposed"]["codes_differ"] == float(np.mean(src_codes != two_codes))
+    assert w.result.selected.transposed.codes_differ == float(np.mean(src_codes != two_codes))
     assert f"{expected[1]:.4g}" in w.summary and f"{expected[2]:.4g}" in w.summary
     if recipe == "MXFP4":
         assert expected[2] > 1.05 * expected[1]
@@ -580,9 +668,9 @@ def test_transposed_view_nvfp4_follows_direct_calls() -> None:
     cols_two = blocks.quantize_nvfp4(rows.dequantize(), axis=0)
     expected = [rms_rel(x, q.dequantize()) for q in (rows, cols_src, cols_two)]
     assert np.allclose(columns(w, "transpose")["error"], expected, rtol=1e-12, atol=0)
-    t = w.result["transposed"]
-    assert t["extra"] == pytest.approx(expected[2] - expected[1], rel=1e-12, abs=0)
-    assert t["codes_differ"] == float(np.mean(cols_src.codes.view(np.uint8) != cols_two.codes.view(np.uint8)))
+    t = w.result.selected.transposed
+    assert t.extra == pytest.approx(expected[2] - expected[1], rel=1e-12, abs=0)
+    assert t.codes_differ == float(np.mean(cols_src.codes.view(np.uint8) != cols_two.codes.view(np.uint8)))
 
 
 def test_transposed_view_toggle_changes_the_plot() -> None:
@@ -622,12 +710,14 @@ def test_grouping_colour_bars_span_the_simulated_scales(granularity: str) -> Non
 
     from lowprec.app.widgets import ScaleGrouping
 
-    w = ScaleGrouping(format="E2M1", granularity="tensor")
-    w.granularity = granularity
-    dec = np.asarray(w.result["scaled"].decode_scales, dtype=np.float64).reshape(-1)
+    w = ScaleGrouping(format="E2M1", granularities="tensor")
+    w.granularities = GRANULARITY_LABELS[granularity]
+    entry = w.shown_entry()
+    assert entry is not None
+    dec = np.asarray(entry.scaled.decode_scales, dtype=np.float64).reshape(-1)
     lo, hi = float(np.log2(dec.min())), float(np.log2(dec.max()))
     if lo == hi:
         hi = lo + 1.0
-    bars = {b.name: b.color_mapper for b in w._plots.select({"type": ColorBar})}
+    bars = {b.name: b.color_mapper for b in w._heatmaps.select({"type": ColorBar})}
     assert set(bars) == {"scale", "error"}
     assert (bars["scale"].low, bars["scale"].high) == pytest.approx((lo, hi), rel=0, abs=1e-12)

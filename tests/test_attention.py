@@ -19,6 +19,9 @@ import numpy as np
 import pytest
 import torch
 
+from lowprec import strictjson
+from lowprec.config import ConfigError
+
 from lowprec.simulations.attention import (
     AttentionInputs,
     attention_product_example,
@@ -74,7 +77,7 @@ def test_product_example_matches_fractions() -> None:
     assert r.probs_rounded == [float(x) for x in p_rounded] == [0.5, 0.25, 0.0]
     assert r.exact_product == sum(a * b for a, b in zip(p, v)) == Fraction(8, 5)
     assert r.rounded_product == sum(a * b for a, b in zip(p_rounded, v)) == Fraction(1, 2)
-    json.dumps(r.to_dict(), allow_nan=False)
+    strictjson.loads(strictjson.dumps(r.to_dict()))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -324,8 +327,9 @@ def test_result_is_json_and_reproducible() -> None:
                            seed=5)
     assert calls[-1] == (70, 70)
     d = a.to_dict()
-    text = json.dumps(d, allow_nan=False)
-    assert json.loads(text)["config"]["format"] == "BF16"
+    text = strictjson.dumps(d)
+    assert strictjson.loads(text)["config"]["format"] == "BF16"
+    assert strictjson.loads(text)["config"]["parameters"]["mask"] == "causal"
     np.testing.assert_array_equal(a.mc_mean_error, b.mc_mean_error)
     assert set(a.summary()) >= {"rel_error", "abs_error", "rms_bias", "rms_bias_renorm"}
 
@@ -350,6 +354,54 @@ def test_module_main_and_cli_write_json(tmp_path) -> None:  # type: ignore[no-un
     assert cli_main(["simulate", "attention", "--trials", "0", "--quiet"]) == 2
 
 
+@pytest.mark.parametrize("knobs, match", [
+    ({"trials": 0}, r"^trials: must be ≥ 1, got 0$"),
+    ({"format": "INT8"}, r"^format: must be one of E4M3FN, E5M2, E2M1, BF16, FP16, FP32, E3M2, E2M3, "),
+    ({"v_format": "E8M0"}, r"^v_format: must be one of none, E4M3FN, "),
+    ({"temperature": 0.0}, r"^temperature: must be ≥ 0.01, got 0.0$"),
+    ({"preset": "two_probs"}, r"^preset: must be one of random, three_probs; got 'two_probs'$"),
+    ({"fmt": "E4M3FN"}, r"^fmt: unknown parameter; allowed: format, rounding, scale, seq, "),
+])
+def test_config_refuses_bad_values(knobs: dict, match: str) -> None:
+    with pytest.raises(ConfigError, match=match):
+        simulate_attention(**knobs)
+
+
+@pytest.mark.parametrize("fmt", ["E4M3FN", "E5M2", "E2M1", "BF16", "FP16", "FP32", "E3M2", "E2M3", "E4M3FNUZ",
+                                 "E5M2FNUZ"])
+def test_every_format_choice_rounds_like_ml_dtypes(fmt: str) -> None:
+    """P̃ of the three-probability preset is P cast by ml_dtypes (float64 → float32 first is exact
+    enough here: none of 0.6, 0.3, 0.1 lies within a float32 step of a midpoint of these grids)."""
+    dtypes = {"E4M3FN": ml_dtypes.float8_e4m3fn, "E5M2": ml_dtypes.float8_e5m2, "E2M1": ml_dtypes.float4_e2m1fn,
+              "BF16": ml_dtypes.bfloat16, "FP16": np.float16, "FP32": np.float32, "E3M2": ml_dtypes.float6_e3m2fn,
+              "E2M3": ml_dtypes.float6_e2m3fn, "E4M3FNUZ": ml_dtypes.float8_e4m3fnuz,
+              "E5M2FNUZ": ml_dtypes.float8_e5m2fnuz}
+    r = simulate_attention(preset="three_probs", format=fmt)
+    p = np.array([0.6, 0.3, 0.1])
+    assert np.allclose(r.probs[0], p, rtol=1e-15, atol=0)
+    expected = r.probs[0].astype(np.float32).astype(dtypes[fmt]).astype(np.float64)
+    if fmt == "FP32":
+        expected = r.probs[0].astype(np.float32).astype(np.float64)
+    assert r.probs_rounded[0].tolist() == expected.tolist()
+    assert r.config["parameters"]["preset"] == "three_probs" and r.values.tolist() == [[0.0], [2.0], [10.0]]
+
+
+def test_python_m_attention_matches_the_function(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import subprocess
+    import sys
+
+    out = tmp_path / "m.json"
+    res = subprocess.run([sys.executable, "-m", "lowprec.simulations.attention", "--seq", "6", "--head-dim", "3",
+                          "--format", "e5m2", "--v-format", "BF16", "--json", str(out), "--quiet"],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == ""  # --quiet: no summary
+    d = strictjson.loads(out.read_text())
+    r = simulate_attention(6, 3, "E5M2", v_format="BF16")
+    assert d["config"]["parameters"]["format"] == "E5M2" and d["config"]["v_format"] == "BF16"
+    assert d["rel_error"] == r.rel_error
+
+
 def test_plot_sources_have_matching_columns() -> None:
     from lowprec.app.plots.attention import attention_layout, attention_sources
 
@@ -361,5 +413,5 @@ def test_plot_sources_have_matching_columns() -> None:
             assert len({len(c) for c in cols.values()}) == 1, name
     assert len(src["bias"]["index"]) == 8 * 4
     np.testing.assert_array_equal(np.array(src["delta_p"]["image"][0]), r.delta_p)
-    json.dumps(src, allow_nan=False)
+    strictjson.loads(strictjson.dumps(src))
     assert attention_layout(r) is not None

@@ -14,6 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
+from lowprec import strictjson
+from lowprec.config import ConfigError
+from lowprec.simulations import block_formats as BF
 from lowprec.simulations import blocks as B
 from tests.scaling_oracles import DTYPES, code_value, fmt_max, positive_grid, rne_code
 
@@ -175,11 +178,11 @@ def test_mx_bad_input(kwargs: dict, match: str) -> None:
 
 
 def test_bits_per_element() -> None:
-    assert B.mx_bits_per_element("E4M3FN", 32) == 8.25
-    assert B.mx_bits_per_element("E3M2", 32) == 6.25
-    assert B.mx_bits_per_element("E2M1", 32) == 4.25
-    assert B.nvfp4_bits_per_element() == 4.5
-    assert B.nvfp4_bits_per_element(1024) == 4.5 + 32 / 1024
+    assert BF.mx_bits_per_element("E4M3FN", 32) == 8.25
+    assert BF.mx_bits_per_element("E3M2", 32) == 6.25
+    assert BF.mx_bits_per_element("E2M1", 32) == 4.25
+    assert BF.nvfp4_bits_per_element() == 4.5
+    assert BF.nvfp4_bits_per_element(1024) == 4.5 + 32 / 1024
     assert B.quantize_mx(np.zeros((2, 64), np.float32)).bits_per_element == 8.25
     assert B.quantize_nvfp4(np.ones((4, 64), np.float32)).bits_per_element == 4.5 + 32 / 256
 
@@ -280,35 +283,92 @@ def test_nvfp4_bad_input() -> None:
         B.quantize_nvfp4(np.zeros((16, 24), np.float32), block_2d=True)
 
 
-@pytest.mark.parametrize("shape", [(15, 32), (16, 33), (-16, 32), (0, 32), (16, 32, 1)])
-def test_blocks_study_bad_shape(shape: tuple) -> None:
-    with pytest.raises(ValueError, match="multiple of 16"):
-        B.blocks_study(shape)
+@pytest.mark.parametrize("knobs, match", [
+    ({"rows": 15}, r"^rows: must be ≥ 16, got 15$"),
+    ({"rows": 24}, r"^rows: must be a multiple of 16 \(16×16 tiles\), got 24$"),
+    ({"rows": 16, "transposed_view": True}, r"^rows: must be a multiple of 32 \(column blocks"),
+    ({"cols": 33}, r"^cols: must be a multiple of 32"),
+    ({"rows": -16}, r"^rows: must be ≥ 16"),
+    ({"row": 32}, r"^row: must be < rows \(32\), got 32$"),
+    ({"recipe": "MXFP9"}, r"^recipe: must be one of MXFP8_E4M3, MXFP8_E5M2, MXFP6_E3M2, MXFP6_E2M3, MXFP4, NVFP4"),
+])
+def test_blocks_config_refuses_bad_values(knobs: dict, match: str) -> None:
+    with pytest.raises(ConfigError, match=match):
+        B.simulate_blocks(**knobs)
 
 
-def test_blocks_study_json() -> None:
-    import json
-
-    s = B.blocks_study((16, 64), seed=1)
-    d = json.loads(json.dumps(s.to_dict()))
+def test_blocks_simulation_json() -> None:
+    s = B.simulate_blocks(rows=16, cols=64, seed=1)
+    d = strictjson.loads(strictjson.dumps(s.to_dict()))
     schemes = {e["scheme"]: e for e in d["entries"]}
-    assert schemes["MXFP8 E4M3FN floor"]["bits_per_element"] == 8.25
+    assert len(schemes) == 5 * 4 + 2  # every MX block format × every rule, NVFP4 1×16 and 16×16
+    assert schemes["MXFP8_E4M3 floor"]["bits_per_element"] == 8.25
     assert schemes["NVFP4 1x16"]["bits_per_element"] == 4.5 + 32 / (16 * 64)
     # more element bits, less error (same rule): MXFP8 E4M3 < MXFP6 E2M3 < MXFP4
-    assert schemes["MXFP8 E4M3FN rceil"]["rms_rel_error"] < schemes["MXFP6 E2M3 rceil"]["rms_rel_error"] \
-        < schemes["MXFP4 E2M1 rceil"]["rms_rel_error"]
+    assert schemes["MXFP8_E4M3 rceil"]["rms_rel_error"] < schemes["MXFP6_E2M3 rceil"]["rms_rel_error"] \
+        < schemes["MXFP4 rceil"]["rms_rel_error"]
+    assert d["config"] == {"recipe": "MXFP8_E4M3", "scale_rule": "floor", "hadamard": False,
+                           "distribution": "student_t", "outlier": 0.0, "row": 0, "seed": 1,
+                           "transposed_view": False, "rows": 16, "cols": 64}
+    assert d["selected"]["block_format"]["name"] == "MXFP8_E4M3" and d["selected"]["transposed"] is None
+
+
+def test_blocks_comparison_against_ml_dtypes() -> None:
+    """Each MX floor entry's RMS relative error recomputed with ml_dtypes casts (OCP floor rule)."""
+    s = B.simulate_blocks(rows=16, cols=64, seed=2, distribution="normal")
+    x = B.sample_tensor("normal", (16, 64), 2).astype(np.float64)
+    assert np.array_equal(x, np.random.default_rng(2).standard_normal((16, 64)).astype(np.float32))
+    for bf in (BF.MXFP8_E4M3, BF.MXFP8_E5M2, BF.MXFP6_E3M2, BF.MXFP6_E2M3, BF.MXFP4):
+        dtype = DTYPES[bf.element.name][0]
+        emax, fmax = int(ml_dtypes.finfo(dtype).maxexp) - 1, float(ml_dtypes.finfo(dtype).max)
+        b = x.reshape(-1, 32)
+        _, e = np.frexp(np.abs(b).max(axis=1))
+        scale = np.ldexp(1.0, (e - 1 - emax).astype(np.int64))[:, None]
+        x_hat = (np.clip(b / scale, -fmax, fmax).astype(np.float32).astype(dtype).astype(np.float64) * scale)
+        expected = math.sqrt(float(np.sum((x_hat - b) ** 2)) / float(np.sum(b * b)))
+        entry = next(en for en in s.entries if en.scheme == f"{bf.name} floor")
+        assert entry.rms_rel_error == pytest.approx(expected, rel=1e-12, abs=0)
+
+
+# ------------------------------------------------------------------------------------------------
+# block formats as data
+# ------------------------------------------------------------------------------------------------
+
+
+def test_block_format_registry() -> None:
+    assert list(BF.BLOCK_FORMATS) == ["MXFP8_E4M3", "MXFP8_E5M2", "MXFP6_E3M2", "MXFP6_E2M3", "MXFP4", "NVFP4"]
+    for bf in BF.BLOCK_FORMATS.values():
+        assert BF.get_block_format(bf.name.lower().replace("_", "-")) is bf
+        # OCP MX v1.0: 32 elements under one E8M0 scale; NVFP4: 16 elements under one E4M3 scale
+        expected = (32, "E8M0", None) if bf.family == "MX" else (16, "E4M3FN", "FP32")
+        tensor_scale = None if bf.tensor_scale is None else bf.tensor_scale.name
+        assert (bf.block_size, bf.scale.name, tensor_scale) == expected
+        assert bf.element.max == float(ml_dtypes.finfo(DTYPES[bf.element.name][0]).max)
+    assert [bf.bits_per_element for bf in BF.BLOCK_FORMATS.values()] == [8.25, 8.25, 6.25, 6.25, 4.25, 4.5]
+    assert BF.MX_ELEMENT_FORMATS == ("E4M3FN", "E5M2", "E3M2", "E2M3", "E2M1")
+    with pytest.raises(ValueError, match="unknown block format 'MXFP5'; known: MXFP8_E4M3, "):
+        BF.get_block_format("MXFP5")
+
+
+@pytest.mark.parametrize("name", list(BF.BLOCK_FORMATS))
+def test_quantize_block_dispatches_on_the_record(name: str) -> None:
+    x = np.random.default_rng(3).standard_t(3, size=(64, 16)).astype(np.float32)
+    q = B.quantize_block(x, name, "rceil", axis=0)
+    bf = BF.BLOCK_FORMATS[name]
+    direct = (B.quantize_nvfp4(x, axis=0) if bf.family == "NVFP4"
+              else B.quantize_mx(x, bf.element.name, 32, "rceil", axis=0))
+    assert np.array_equal(q.codes.view(np.uint8), direct.codes.view(np.uint8))
+    assert np.array_equal(q.scale_codes.view(np.uint8), direct.scale_codes.view(np.uint8))
 
 
 def test_results_to_dict_json() -> None:
-    import json
-
     from lowprec.simulations.scaling import quantize_scaled
 
     x = np.random.default_rng(9).standard_normal((16, 32)).astype(np.float32)
     x[0, 0] = np.nan
     for obj in (B.quantize_mx(x, "E4M3FN"), B.quantize_nvfp4(x, block_2d=True),
                 quantize_scaled(np.nan_to_num(x), "E5M2", "block16", scale_format="E8M0")):
-        d = json.loads(json.dumps(obj.to_dict(), allow_nan=False))
+        d = strictjson.loads(strictjson.dumps(obj.to_dict()))
         assert np.array(d["codes"]).shape == x.shape
 
 

@@ -1,17 +1,18 @@
 """`lowprec simulate spike|grouping|blocks` and `python -m lowprec.simulations.<name>` for the scaling
-simulations: files written, JSON shape, offline HTML, clear errors, quiet progress."""
+simulations: files written, JSON shape (strict: parsed with `lowprec.strictjson.loads`), offline
+HTML, clear errors naming the option as typed, quiet progress."""
 
 from __future__ import annotations
 
 import csv
 import io
-import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from lowprec import strictjson
 from lowprec.app.cli import main
 from tests.conftest import ROOT
 
@@ -22,7 +23,7 @@ def test_spike_json_csv_html(tmp_path: Path, capsys: pytest.CaptureFixture[str])
                "--steps", "60", "--spike-step", "30", "--spike", "50", "--seed", "0", "--size", "512",
                "--json", str(out_j), "--csv", str(out_c), "--html", str(out_h)])
     assert rc == 0
-    d = json.loads(out_j.read_text())
+    d = strictjson.loads(out_j.read_text())
     assert d["parameters"]["format"] == "E4M3FN" and d["parameters"]["spike_step"] == 30
     assert len(d["steps"]) == 60
     for scaler in ("delayed", "current"):
@@ -41,45 +42,51 @@ def test_grouping_and_blocks(tmp_path: Path) -> None:
     g = tmp_path / "g.json"
     assert main(["simulate", "grouping", "--study", "outlier", "--rows", "32", "--cols", "64", "--json", str(g),
                  "--html", str(tmp_path / "g.html"), "--quiet"]) == 0
-    d = json.loads(g.read_text())
+    d = strictjson.loads(g.read_text())
     assert [e["granularity"] for e in d["entries"]] == ["tensor", "row", "column", "block32", "block16x16"]
+    assert d["config"]["rows"] == 32 and d["outlier_index"] == [3, 5]
     b = tmp_path / "b.json"
     assert main(["simulate", "blocks", "--rows", "16", "--cols", "64", "--json", str(b), "--quiet",
                  "--html", str(tmp_path / "b.html")]) == 0
     assert "<script src=" not in (tmp_path / "b.html").read_text()
-    schemes = {e["scheme"]: e for e in json.loads(b.read_text())["entries"]}
-    assert schemes["MXFP8 E4M3FN floor"]["bits_per_element"] == 8.25
+    schemes = {e["scheme"]: e for e in strictjson.loads(b.read_text())["entries"]}
+    assert schemes["MXFP8_E4M3 floor"]["bits_per_element"] == 8.25
     t = tmp_path / "t.json"
     assert main(["simulate", "grouping", "--study", "transpose", "--rows", "64", "--cols", "64",
                  "--json", str(t), "--quiet"]) == 0
-    assert json.loads(t.read_text())["study"] == "transpose"
+    assert strictjson.loads(t.read_text())["study"] == "transpose"
 
 
 @pytest.mark.parametrize("argv, words", [
-    (["simulate", "spike", "--history", "-1", "--quiet"], "history_len"),
-    (["simulate", "spike", "--steps", "50", "--spike-step", "80", "--quiet"], "spike_step"),
-    (["simulate", "spike", "--margin", "-1", "--quiet"], "margin"),
-    (["simulate", "spike", "--format", "E9M9", "--quiet"], "E9M9"),
-    (["simulate", "grouping", "--granularities", "tensor,block7", "--quiet"], "block size 7"),
-    (["simulate", "blocks", "--rows", "10", "--quiet"], "multiple of 16"),
-    (["simulate", "blocks", "--rows", "-16", "--quiet"], "rows a positive multiple of 16"),
-    (["simulate", "spike", "--format", "E8M0", "--quiet"], "E8M0 is unsigned"),
-    (["simulate", "grouping", "--study", "transpose", "--block", "7", "--quiet"], "block size 7"),
-    (["simulate", "grouping", "--study", "hadamard", "--html", "x.html", "--quiet"], "--html is available"),
+    (["simulate", "spike", "--history", "-1", "--quiet"], "--history: must be ≥ 1, got -1"),
+    (["simulate", "spike", "--history", "0", "--quiet"], "--history: must be ≥ 1, got 0"),
+    (["simulate", "spike", "--steps", "50", "--spike-step", "80", "--quiet"],
+     "--spike-step: 80 is outside the stream of 50 steps; allowed 0..49"),
+    (["simulate", "spike", "--margin", "-1", "--quiet"], "--margin: must be ≥ 0, got -1"),
+    (["simulate", "spike", "--format", "E9M9", "--quiet"], "--format: must be one of E4M3FN, "),
+    (["simulate", "spike", "--format", "E8M0", "--quiet"], "got 'E8M0'"),
+    (["simulate", "spike", "--algo", "mean"], "--algo: must be one of max, most_recent; got 'mean'"),
+    (["simulate", "grouping", "--granularities", "tensor,block7", "--quiet"], "--granularities: block size 7"),
+    (["simulate", "grouping", "--study", "diagonal"], "--study: must be one of outlier, scale_choice, transpose"),
+    (["simulate", "grouping", "--outlier-row", "40", "--quiet"], "--outlier-row: must be < rows (32), got 40"),
+    (["simulate", "blocks", "--rows", "10", "--quiet"], "--rows: must be ≥ 16, got 10"),
+    (["simulate", "blocks", "--rows", "24", "--quiet"], "--rows: must be a multiple of 16"),
+    (["simulate", "blocks", "--distribution", "cauchy"], "--distribution: must be one of normal, student_t"),
+    (["simulate", "grouping", "--study", "transpose", "--block", "7", "--quiet"], "--block: block size 7 must divide"),
+    (["simulate", "attention", "--seq", "0", "--quiet"], "--seq: must be ≥ 1, got 0"),
 ])
-def test_bad_arguments(argv: list[str], words: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_bad_values_are_one_line_naming_the_option(argv: list[str], words: str,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
     assert main(argv) == 2
     err = capsys.readouterr().err
-    assert err.startswith("lowprec: error:") and words in err
+    assert err.startswith("lowprec: error: --") and words in err and err.count("\n") == 1
 
 
 @pytest.mark.parametrize("argv, words", [
-    (["simulate", "spike", "--algo", "mean"], "'max', 'most_recent'"),
-    (["simulate", "spike", "--steps", "abc"], "invalid int value: 'abc'"),
-    (["simulate", "grouping", "--study", "diagonal"], "invalid choice: 'diagonal'"),
-    (["simulate", "blocks", "--distribution", "cauchy"], "invalid choice: 'cauchy'"),
+    (["simulate", "spike", "--steps", "abc"], "argument --steps: invalid int value: 'abc'"),
+    (["simulate", "blocks", "--outlier", "big"], "argument --outlier: invalid float value: 'big'"),
 ])
-def test_bad_choice_is_one_line(argv: list[str], words: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_bad_option_is_one_line(argv: list[str], words: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exc:
         main(argv)
     assert exc.value.code == 2
@@ -88,28 +95,42 @@ def test_bad_choice_is_one_line(argv: list[str], words: str, capsys: pytest.Capt
     assert err.startswith(f"lowprec simulate {argv[1]}: error:") and words in err
 
 
+@pytest.mark.parametrize("name", ["spike", "grouping", "blocks", "attention", "hadamard"])
+def test_python_m_bad_value_and_html(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    import importlib
+
+    module = importlib.import_module(f"lowprec.simulations.{name}")
+    assert module.main(["--seed", "-1", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err == f"python -m lowprec.simulations.{name}: error: --seed: must be ≥ 0, got -1\n"
+    assert module.main(["--html", "x.html", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "--html: plots are drawn by the app" in err and f"lowprec simulate {name}" in err
+
+
 def test_json_to_stdout(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["simulate", "spike", "--steps", "4", "--spike-step", "2", "--size", "64", "--json", "-"]) == 0
-    d = json.loads(capsys.readouterr().out)  # stdout is the JSON alone: no summary line mixed in
+    d = strictjson.loads(capsys.readouterr().out)  # stdout is the JSON alone: no summary line mixed in
     assert len(d["steps"]) == 4
 
 
 def test_python_m_simulations(tmp_path: Path) -> None:
     out = tmp_path / "d.json"
-    res = subprocess.run([sys.executable, "-m", "lowprec.simulations.delayed", "--steps", "12", "--spike-step", "6",
+    res = subprocess.run([sys.executable, "-m", "lowprec.simulations.spike", "--steps", "12", "--spike-step", "6",
                           "--size", "128", "--json", str(out), "--csv", str(tmp_path / "d.csv")],
                          cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
-    assert len(json.loads(out.read_text())["steps"]) == 12
-    from lowprec.simulations import blocks, scaling
+    assert len(strictjson.loads(out.read_text())["steps"]) == 12
+    assert res.stdout.startswith("steps: 12; at step 6: delayed clipped")  # the summary, as `lowprec simulate`
+    from lowprec.simulations import blocks, grouping
 
     assert blocks.main(["--rows", "16", "--cols", "32", "--json", str(tmp_path / "b.json")]) == 0
-    assert scaling.main(["--study", "transpose", "--rows", "32", "--cols", "32", "--json", str(tmp_path / "t.json")]) == 0
-    assert json.loads((tmp_path / "b.json").read_text())["study"] == "blocks"
+    assert grouping.main(["--study", "transpose", "--rows", "32", "--cols", "32", "--json", str(tmp_path / "t.json")]) == 0
+    assert strictjson.loads((tmp_path / "b.json").read_text())["study"] == "blocks"
     from lowprec.simulations import hadamard
 
     assert hadamard.main(["--rows", "4", "--cols", "32", "--json", str(tmp_path / "h.json")]) == 0
-    assert json.loads((tmp_path / "h.json").read_text())["study"] == "hadamard"
+    assert strictjson.loads((tmp_path / "h.json").read_text())["study"] == "hadamard"
     assert blocks.main(["--rows", "15", "--json", str(tmp_path / "x.json")]) == 2  # one error line
     assert not (tmp_path / "x.json").exists()
 
@@ -122,10 +143,19 @@ class _FakeTTY(io.StringIO):
 @pytest.mark.parametrize("quiet", [False, True])
 def test_progress_bar_is_driven(quiet: bool) -> None:
     from lowprec.app.commands.progress import ProgressBar
-    from lowprec.simulations.delayed import simulate_stream
+    from lowprec.simulations.spike import simulate_stream
 
     stream = _FakeTTY()
     bar = ProgressBar("spike", quiet=quiet, stream=stream, delay_s=0.0)
     simulate_stream(steps=5, spike_step=2, size=64, progress=bar)
     bar.close()
     assert ("5/5" in stream.getvalue()) is (not quiet)
+
+
+@pytest.mark.parametrize("study", ["outlier", "scale_choice", "transpose", "hadamard"])
+def test_grouping_html_for_every_study(study: str, tmp_path: Path) -> None:
+    out, data = tmp_path / f"{study}.html", tmp_path / f"{study}.json"
+    assert main(["simulate", "grouping", "--study", study, "--html", str(out), "--json", str(data), "--quiet"]) == 0
+    html = out.read_text()
+    assert "<script src=" not in html and "Bokeh" in html
+    assert strictjson.loads(data.read_text())["config"]["study"] == study

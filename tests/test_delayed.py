@@ -4,14 +4,17 @@ float32(F / max(recorded amaxes t-H .. t-1)) / 2^margin (or the newest one), kep
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import ml_dtypes
 import numpy as np
 import pytest
 
+from lowprec import strictjson
+from lowprec.config import ConfigError
 from lowprec.simulations import delayed as D
+from lowprec.simulations.spike import SpikeConfig, simulate_stream
+from lowprec.simulations.streams import TensorStream
 
 F = 448.0
 
@@ -79,8 +82,10 @@ def test_cast_against_ml_dtypes() -> None:
 
 
 def test_simulate_stream_metrics() -> None:
-    r = D.simulate_stream("E4M3FN", 8, "max", 0, steps=40, spike_step=20, spike=50.0, seed=3, size=1024)
-    stream = D.TensorStream("spike", 1024, 1.0, 20, 50.0, "tensor", seed=3)
+    cfg = SpikeConfig(format="E4M3FN", history=8, algo="max", margin=0, steps=40, spike_step=20,
+                      spike=50.0, seed=3, size=1024)
+    r = simulate_stream(cfg)
+    stream = cfg.tensor_stream()
     amaxes = [float(np.abs(stream.tensor(t)).max()) for t in range(40)]
     assert r.amax.tolist() == amaxes
     used = te_scales(amaxes, 8, "max")
@@ -101,11 +106,12 @@ def test_simulate_stream_metrics() -> None:
 
 
 def test_stream_result_serialises_and_is_seeded() -> None:
-    a = D.simulate_stream(steps=12, spike_step=5, size=256, seed=1)
-    b = D.simulate_stream(steps=12, spike_step=5, size=256, seed=1)
+    a = simulate_stream(steps=12, spike_step=5, size=256, seed=1)
+    b = simulate_stream(steps=12, spike_step=5, size=256, seed=1)
     assert a.to_dict() == b.to_dict()
-    d = json.loads(json.dumps(a.to_dict(), allow_nan=False))
-    assert d["parameters"]["history_len"] == 16 and len(d["steps"]) == 12
+    d = strictjson.loads(strictjson.dumps(a.to_dict()))
+    assert d["parameters"]["history"] == 16 and len(d["steps"]) == 12
+    assert d["parameters"]["policy"]["overflow"] == "saturate"
     assert isinstance(d["steps"][3]["amax"], float)
     for key in ("encode_scale", "clipped_fraction", "rms_rel_error", "flushed_fraction", "amax_used"):
         assert isinstance(d["steps"][3]["delayed"][key], float)
@@ -114,38 +120,52 @@ def test_stream_result_serialises_and_is_seeded() -> None:
 
 
 def test_streams() -> None:
-    drift = D.TensorStream("drift", drift=0.1)
+    drift = SpikeConfig(stream="drift", drift=0.1).tensor_stream()
     assert drift.sigma_at(10) == pytest.approx(np.exp(1.0))
-    bursts = D.TensorStream("bursts", burst_period=10, burst_length=2, burst_magnitude=8.0)
+    bursts = SpikeConfig(stream="bursts", burst_period=10, burst_length=2,
+                         burst_magnitude=8.0).tensor_stream()
     assert [bursts.sigma_at(t) for t in range(12)] == [8.0, 8.0] + [1.0] * 8 + [8.0, 8.0]
-    el = D.TensorStream("spike", 512, spike_step=3, spike=10.0, spike_kind="element")
+    el = SpikeConfig(size=512, spike_step=3, spike=10.0, spike_kind="element").tensor_stream()
     x3 = el.tensor(3)
     assert np.count_nonzero(np.abs(x3) > 5) == 1
 
 
-@pytest.mark.parametrize("kwargs, exc, match", [
-    ({"history_len": -1}, ValueError, "history_len"),
-    ({"history_len": 0}, ValueError, "history_len"),
-    ({"history_len": 1.5}, TypeError, "history_len"),
-    ({"algo": "mean"}, ValueError, "algo"),
-    ({"margin": -2}, ValueError, "margin"),
-    ({"spike_step": 500}, ValueError, "spike_step"),
-    ({"steps": 0}, ValueError, "steps"),
-    ({"spike": -3.0}, ValueError, "spike"),
-    ({"fmt": "E9M9"}, ValueError, "E9M9"),
-    ({"fmt": "E8M0"}, ValueError, "E8M0 is unsigned"),
+@pytest.mark.parametrize("kwargs, match", [
+    ({"history": -1}, r"^history: must be ≥ 1, got -1$"),
+    ({"history": 0}, r"^history: must be ≥ 1, got 0$"),
+    ({"history": 1.5}, r"^history: must be an integer, got 1.5$"),
+    ({"algo": "mean"}, r"^algo: must be one of max, most_recent; got 'mean'$"),
+    ({"margin": -2}, r"^margin: must be ≥ 0, got -2$"),
+    ({"spike_step": 500}, r"^spike_step: 500 is outside the stream of 10 steps; allowed 0..9$"),
+    ({"steps": 0}, r"^steps: must be ≥ 2, got 0$"),
+    ({"spike": -3.0}, r"^spike: must be ≥ 1.0, got -3.0$"),
+    ({"format": "E9M9"}, r"^format: must be one of E4M3FN, E5M2, .*; got 'E9M9'$"),
+    ({"format": "E8M0"}, r"^format: must be one of .*; got 'E8M0'$"),  # unsigned: not a choice
+    ({"fmt": "E4M3FN"}, r"^fmt: unknown parameter; allowed: format, history, "),
+    ({"stream": "drift", "drift": 0.1, "steps": 2000, "spike_step": 0}, r"^drift: \|drift\| × \(steps − 1\) must be ≤ 80"),
 ])
-def test_bad_input(kwargs: dict, exc: type, match: str) -> None:
+def test_bad_input(kwargs: dict, match: str) -> None:
     args: dict[str, Any] = {"steps": 10, "spike_step": 5, "size": 64}
     args.update(kwargs)
-    with pytest.raises(exc, match=match):
-        D.simulate_stream(**args)
+    with pytest.raises(ConfigError, match=match):
+        simulate_stream(**args)
+
+
+def test_unsigned_scaler_is_refused() -> None:
+    with pytest.raises(ValueError, match="E8M0 is unsigned"):
+        D.DelayedScaler("E8M0")
+
+
+@pytest.mark.parametrize("fmt", SpikeConfig.knobs()[0].choices)
+def test_every_format_choice_runs(fmt: str) -> None:
+    r = simulate_stream(format=fmt, steps=6, spike_step=3, size=64)
+    assert r.delayed["clipped_fraction"][3] > 0 and r.current["clipped_fraction"].max() == 0.0
 
 
 @pytest.mark.parametrize("kw", [
     {},
-    dict(fmt="E5M2", algo="most_recent", margin=2, stream="bursts"),
-    dict(fmt="E2M1", stream="drift", steps=300, size=5000),
+    dict(format="E5M2", algo="most_recent", margin=2, stream="bursts"),
+    dict(format="E2M1", stream="drift", steps=300, size=5000),
     dict(stream="steady", size=100, steps=3000),  # several batches
 ])
 def test_batched_stream_equals_stepping_the_scalers(kw: dict) -> None:
@@ -153,14 +173,14 @@ def test_batched_stream_equals_stepping_the_scalers(kw: dict) -> None:
     time and calling cast_metrics must give the same bits for every metric."""
     import lowprec.simulations.delayed as D
 
-    args = dict(fmt="E4M3FN", history_len=16, algo="max", margin=0, steps=200, spike_step=100, spike=50.0,
-                seed=0, stream="spike", size=4096)
+    args: dict[str, Any] = dict(format="E4M3FN", history=16, algo="max", margin=0, steps=200, spike_step=100,
+                                spike=50.0, seed=0, stream="spike", size=4096)
     args.update(kw)
-    r = D.simulate_stream(**args)
-    f = D.formats.get_format(args["fmt"])
-    src = D.TensorStream(args["stream"], args["size"], 1.0, args["spike_step"], args["spike"], "tensor", 0.01,
+    r = simulate_stream(**args)
+    f = D.formats.get_format(args["format"])
+    src = TensorStream(args["stream"], args["size"], 1.0, args["spike_step"], args["spike"], "tensor", 0.01,
                          50, 5, 10.0, args["seed"])
-    d = D.DelayedScaler(f, args["history_len"], args["algo"], args["margin"])
+    d = D.DelayedScaler(f, args["history"], args["algo"], args["margin"])
     c = D.CurrentScaler(f, args["margin"])
     for t in range(args["steps"]):
         x = src.tensor(t)

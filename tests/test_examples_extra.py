@@ -5,13 +5,13 @@ fails here."""
 
 from __future__ import annotations
 
-import json
 from fractions import Fraction
 
 import ml_dtypes
 import numpy as np
 import pytest
 
+from lowprec import strictjson
 from lowprec.simulations.examples import example
 from lowprec.simulations.examples_extra import EXAMPLES
 
@@ -39,7 +39,7 @@ def scaled(x: np.ndarray, dtype: type, fmax: float, decode_scale: np.ndarray | f
 def test_example_registered_named_and_json(name: str) -> None:
     ex = example(name)
     assert ex.name == name
-    json.dumps(ex.to_dict())
+    strictjson.loads(strictjson.dumps(ex.to_dict()))
     for field in ex.values:
         assert isinstance(ex.format(field), str)
 
@@ -200,7 +200,7 @@ def test_claims_in_lessons_5_9_10_12() -> None:
 
 
 def test_zero_tensor_scale() -> None:
-    # simulations.scaling documents the identity as the safe scale of a zero or non-finite amax
+    # simulations.scales documents the identity as the safe scale of a zero or non-finite amax
     assert v("zero_tensor_scale", "decode_scale_zero") == 1.0
     assert v("zero_tensor_scale", "encode_scale_zero") == 1.0
     assert v("zero_tensor_scale", "decode_scale_nan") == 1.0

@@ -32,8 +32,7 @@ def attention_sources(result: AttentionResult) -> dict[str, dict[str, list[Any]]
     """Column data for every figure, from one result (JSON-ready lists)."""
     dp = result.delta_p
     q, k = dp.shape
-    trials = max(result.trials, 1)
-    se = np.sqrt(result.analytic_variance.reshape(-1) / trials)
+    lower, upper = result.mean_error_band(3.0)
     return {
         "delta_p": {"image": [dp.tolist()], "x": [0.0], "y": [0.0], "dw": [float(k)], "dh": [float(q)]},
         "first_order": {
@@ -45,11 +44,11 @@ def attention_sources(result: AttentionResult) -> dict[str, dict[str, list[Any]]
             "monte_carlo": result.mc_variance.reshape(-1).tolist(),
         },
         "bias": {
-            "index": list(range(se.size)),
+            "index": list(range(lower.size)),
             "mc_mean": result.mc_mean_error.reshape(-1).tolist(),
             "nearest": result.delta_o_nearest.reshape(-1).tolist(),
-            "upper": (result.analytic_mean_error.reshape(-1) + 3 * se).tolist(),
-            "lower": (result.analytic_mean_error.reshape(-1) - 3 * se).tolist(),
+            "upper": upper.reshape(-1).tolist(),
+            "lower": lower.reshape(-1).tolist(),
         },
         "row_mass": {"row": list(range(q)), "mass_error": result.row_mass_error.tolist()},
     }

@@ -9,11 +9,11 @@ after an update). Pure Bokeh over the `cells` and `outlier` sources that the wid
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from bokeh.layouts import row
-import math
-from collections.abc import Mapping, Sequence
 
 from bokeh.models import ColumnDataSource, LinearColorMapper
 from bokeh.models.annotations import ColorBar
@@ -24,7 +24,7 @@ from .widget_heatmap import heat_colors, heatmap_figure
 
 GROUPING_CELL_COLUMNS = (
     "x", "y", "row", "col", "value", "dequantized", "decode_scale", "log2_decode_scale", "scale_text",
-    "group", "abs_error", "rel_error", "log10_rel_error", "scale_color", "error_color",
+    "group", "rel_error", "log10_rel_error", "scale_color", "error_color",
 )
 
 _TOOLTIPS = [

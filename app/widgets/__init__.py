@@ -44,16 +44,16 @@ _ENTRIES = (
     WidgetEntry("Conventions", "lowprec.app.widgets.conventions:Conventions",
                 "Backend conventions at the edges (overflow, Inf, NaN, E8M0)"),
     WidgetEntry("DelayedSpike", "lowprec.app.widgets.delayed_spike:DelayedSpike",
-                "Delayed scaling against an amax spike"),
+                "Delayed scaling against an amax spike", config="lowprec.simulations.spike:SpikeConfig"),
     WidgetEntry("AttentionRounding", "lowprec.app.widgets.attention_rounding:AttentionRounding",
-                "Rounding attention probabilities"),
+                "Rounding attention probabilities", config="lowprec.simulations.attention:AttentionConfig"),
     WidgetEntry("RecomputeDivergence", "lowprec.app.widgets.recompute_divergence:RecomputeDivergence",
                 "A stateful quantizer under activation recompute",
                 config="lowprec.simulations.recompute_config:RecomputeConfig"),
     WidgetEntry("ScaleGrouping", "lowprec.app.widgets.scale_grouping:ScaleGrouping",
-                "Scale granularity and an outlier"),
+                "Scale granularity and an outlier", config="lowprec.simulations.grouping:GroupingConfig"),
     WidgetEntry("BlockFormats", "lowprec.app.widgets.block_formats:BlockFormats",
-                "Block formats: MXFP8, MXFP6, MXFP4, NVFP4"),
+                "Block formats: MXFP8, MXFP6, MXFP4, NVFP4", config="lowprec.simulations.blocks:BlocksConfig"),
 )
 
 WIDGETS: dict[str, WidgetEntry] = {e.name: e for e in _ENTRIES}

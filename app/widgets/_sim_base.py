@@ -2,20 +2,31 @@
 divergence, scale grouping, block formats): a `pn.viewable.Viewer` that builds its Bokeh figures and
 `ColumnDataSource`s once, recomputes its simulation when a parameter changes, pushes the new columns
 into the existing sources, and shows a plain-language summary line. Bad input never raises out of a
-callback: the simulation's `ValueError`/`TypeError` becomes a visible "Invalid ..." alert next to the
-controls and the last good view stays on screen. Subclasses own the simulation call and the plots;
-this module owns only the update protocol.
+callback: the simulation's `ValueError`/`TypeError` (a config record's `ConfigError` included)
+becomes a visible "Invalid ..." alert next to the controls and the last good view stays on screen.
+
+`@simulation_widget(SIMULATION)` makes a widget the face of a simulation declared in
+`lowprec.simulations` (`simulations._cli.Simulation`): one parameter per knob of its config record
+(`app.params.config_widget`), every one of them watched, typed-entry controls where the record asks
+for them, and `_compute` = the simulation run on the widget's config. Such a widget owns only its
+figures and the columns and words it draws from a result; this module owns the update protocol.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 import panel as pn
 import param
 from panel.io import hold
 from bokeh.models import ColumnDataSource
+
+from lowprec.app.params import config_widget, control_widgets, widget_config
+from lowprec.config import fields_of
+from lowprec.simulations._cli import Simulation
+
+W = TypeVar("W", bound=type)
 
 
 class SimulationWidget(pn.viewable.Viewer):
@@ -33,6 +44,8 @@ class SimulationWidget(pn.viewable.Viewer):
     watched: tuple[str, ...] = ()
     #: Panel widget types for parameters whose default control does not suit (wide ranges: typed input)
     control_widgets: dict[str, Any] = {}
+    #: the simulation this widget is a face of (set by `simulation_widget`), or None
+    simulation: Simulation[Any, Any] | None = None
 
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)
@@ -55,8 +68,14 @@ class SimulationWidget(pn.viewable.Viewer):
             self.param.watch(self._on_param_change, list(self.watched))
 
     # -- subclass hooks -------------------------------------------------------------------------
+    def config(self) -> Any:
+        """The widget's parameters as its simulation's config record (raises its ConfigError)."""
+        return widget_config(self)
+
     def _compute(self) -> Any:
-        raise NotImplementedError
+        if self.simulation is None:
+            raise NotImplementedError
+        return self.simulation.run(self.config(), None)
 
     def _source_data(self, result: Any) -> dict[str, dict[str, list[Any]]]:
         raise NotImplementedError
@@ -119,3 +138,17 @@ class SimulationWidget(pn.viewable.Viewer):
         controls = pn.Column(*self._controls(), self._alert, width=300)
         body = pn.Column(self._summary, self._plots, sizing_mode="stretch_width")
         return pn.Row(controls, body, sizing_mode="stretch_width")
+
+
+def simulation_widget(simulation: Simulation[Any, Any]) -> Callable[[W], W]:
+    """Class decorator: the widget is the face of `simulation` — its parameters, watched
+    parameters, typed-entry controls and `_compute` all come from the simulation's config record."""
+
+    def decorate(cls: W) -> W:
+        config_widget(simulation.config)(cls)
+        setattr(cls, "simulation", simulation)
+        setattr(cls, "watched", tuple(k.name for k in fields_of(simulation.config)))
+        setattr(cls, "control_widgets", control_widgets(simulation.config))
+        return cls
+
+    return decorate

@@ -1,13 +1,14 @@
-"""ScaleGrouping: the scale-grouping widget. A standard-normal float32 tensor of SHAPE (seeded as
-`simulations.scaling.outlier_study` seeds it) gets one outlier at a chosen row and column, and is cast
-to the element format by `simulations.scaling.quantize_scaled` with one scale per group — per tensor,
-per row (token), per column (channel), 1-D blocks along a row, or square 2-D tiles. Scales follow
-the module's convention: `encode_scale = F / amax_group` (stored as float32, round-to-nearest-even,
-saturating cast), `decode_scale = 1 / encode_scale`. Heatmaps show the decode scale of every element
-and its relative error; the summary gives bits per element (element bits plus the FP32 scales
-amortised), from `error_report`, and the RMS relative error ‖x̂ − x‖₂ / ‖x‖₂ of the outlier's
-neighbours (the other elements of its group, whose resolution the outlier sets) against the median
-of the other groups.
+"""ScaleGrouping: the scale-grouping widget, the face of `simulations.grouping` (its parameters are
+`GroupingConfig`'s). The default study, `outlier`, casts a standard-normal tensor with one outlier to
+the element format under each granularity of the list (`encode_scale = F / amax_group` stored as
+float32, `decode_scale = 1 / encode_scale`, round-to-nearest-even, saturating); a row of buttons picks
+the granularity whose heatmaps are shown: the decode scale of every element and its relative error
+(at most 64 × 128 cells, a window around the outlier for larger tensors), and a chart compares every
+granularity (the error of the outlier's neighbours — the other elements of its group, whose resolution
+the outlier sets — against the median of the other groups). The summary gives bits per element
+(element bits plus the FP32 scales amortised) and the errors of the shown granularity. The other
+studies (`scale_choice`, `transpose`, `hadamard`) show their own chart. The buttons choose what is
+drawn, not what is computed: every granularity of the list is in the result.
 """
 
 from __future__ import annotations
@@ -16,126 +17,156 @@ from typing import Any
 
 import numpy as np
 import panel as pn
-import param
 from bokeh.models import ColumnDataSource
 
+from lowprec.app.plots.grouping import study_columns, study_figures
 from lowprec.app.plots.style import power_of_two_text
-from lowprec.app.plots.widget_grouping import grouping_colors, grouping_figures, set_colorbar_ranges
-from lowprec.app.widgets._sim_base import SimulationWidget
-from lowprec.simulations import scaling
+from lowprec.app.plots.widget_grouping import (
+    GROUPING_CELL_COLUMNS,
+    grouping_colors,
+    grouping_figures,
+    set_colorbar_ranges,
+)
+from lowprec.app.widgets._sim_base import SimulationWidget, simulation_widget
+from lowprec.simulations import grouping
+from lowprec.simulations.grouping import GroupingResult, OutlierEntry, OutlierStudy
 
-#: rows × columns of the tensor the widget quantizes
-SHAPE = (32, 64)
-
-
-def outlier_tensor(outlier: float, outlier_row: int, outlier_col: int, seed: int = 0) -> np.ndarray:
-    """The widget's input: standard normal (float32) of SHAPE with x[row, col] = outlier, drawn as
-    `simulations.scaling.outlier_study` draws its tensor, so the two agree for the same seed."""
-    x = np.random.default_rng(seed).standard_normal(SHAPE).astype(np.float32)
-    x[outlier_row, outlier_col] = np.float32(outlier)
-    return x
+#: the largest heatmap drawn (rows, columns); a larger tensor shows a window around the outlier
+MAX_CELLS = (64, 128)
 
 
+def _window(size: int, limit: int, centre: int) -> slice:
+    """`limit` consecutive indices of `size` (all when fewer), centred on `centre` where possible."""
+    n = min(size, limit)
+    start = min(max(centre - n // 2, 0), size - n)
+    return slice(start, start + n)
+
+
+@simulation_widget(grouping.SIMULATION)
 class ScaleGrouping(SimulationWidget):
     """One outlier in a tensor, scaled per tensor / row / column / block: scales and error."""
 
-    format: param.Selector = param.Selector(default="E4M3FN", objects=["E4M3FN", "E5M2", "E3M2", "E2M3", "E2M1", "INT8"],
-                            doc="element format of the scaled cast")
-    granularity: param.Selector = param.Selector(default="tensor", objects=["tensor", "row", "column", "block", "block2d"],
-                                 doc="which elements share one scale: the whole tensor, a row (token), a "
-                                     "column (channel), a 1-D block along a row, or a square 2-D tile")
-    block_size: param.Selector = param.Selector(default=16, objects=[4, 8, 16, 32],
-                                doc="elements per 1-D block, or the side of a 2-D tile")
-    outlier = param.Number(default=100.0, bounds=(-1e6, 1e6), doc="value of the outlier element")
-    outlier_row = param.Integer(default=3, bounds=(0, SHAPE[0] - 1), doc="row of the outlier")
-    outlier_col = param.Integer(default=5, bounds=(0, SHAPE[1] - 1), doc="column of the outlier")
-    seed = param.Integer(default=0, bounds=(0, 2**31 - 1), doc="seed of the Gaussian tensor")
-
     title = "Scale grouping"
-    control_widgets = {"outlier": pn.widgets.FloatInput, "seed": pn.widgets.IntInput}
-    watched = ("format", "granularity", "block_size", "outlier", "outlier_row", "outlier_col", "seed")
 
-    def granularity_spec(self) -> str:
-        """The granularity as `simulations.scaling.parse_granularity` spells it."""
-        if self.granularity == "block":
-            return f"block{self.block_size}"
-        if self.granularity == "block2d":
-            return f"block{self.block_size}x{self.block_size}"
-        return str(self.granularity)
+    def __init__(self, **params: Any) -> None:
+        super().__init__(**params)
+        self._view.param.watch(self._on_view, "value")
 
-    def _compute(self) -> Any:
-        x = outlier_tensor(self.outlier, self.outlier_row, self.outlier_col, self.seed)
-        scaled = scaling.quantize_scaled(x, self.format, self.granularity_spec())
-        report = scaling.error_report(x, scaled)
-        per_tensor = scaling.error_report(x, scaling.quantize_scaled(x, self.format, "tensor"))
-        marker = np.zeros(SHAPE, bool)
-        marker[self.outlier_row, self.outlier_col] = True
-        g = scaled.granularity
-        outlier_group = int(np.argmax(g.to_groups(marker).any(axis=1)))
-        # the outlier's neighbours: the other elements of its group, whose resolution it sets
-        members = g.to_groups(np.ones(SHAPE, bool) & ~marker)[outlier_group]
-        xs = g.to_groups(x.astype(np.float64))[outlier_group][members]
-        hs = g.to_groups(scaled.dequantize())[outlier_group][members]
-        signal = float(np.sum(xs * xs))
-        neighbours = float(np.sqrt(np.sum((hs - xs) ** 2) / signal)) if signal > 0 else 0.0
-        return {"x": x, "scaled": scaled, "report": report, "per_tensor": per_tensor,
-                "outlier_group": outlier_group, "neighbours_rms_rel_error": neighbours}
+    @property
+    def _view(self) -> pn.widgets.RadioButtonGroup:
+        """The granularity buttons (a choice of what to draw, not a simulation parameter)."""
+        view = self.__dict__.get("_view_buttons")
+        if view is None:
+            view = pn.widgets.RadioButtonGroup(options=[], sizing_mode="stretch_width")
+            self.__dict__["_view_buttons"] = view
+        return view
 
-    def _source_data(self, result: Any) -> dict[str, dict[str, list[Any]]]:
-        x = result["x"].astype(np.float64)
-        st = result["scaled"]
-        g = st.granularity
-        x_hat = st.dequantize()
-        dec = st.decode_scales.reshape(-1)
-        group_size = g.to_groups(x).shape[1]
-        group_ids = g.from_groups(np.repeat(np.arange(dec.size), group_size).reshape(dec.size, group_size),
-                                  st.shape).reshape(-1)
-        texts = [power_of_two_text(float(v)) for v in dec]
-        rows, cols = np.indices(st.shape)
-        abs_err = np.abs(x_hat - x).reshape(-1)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            rel = np.where(x.reshape(-1) != 0, abs_err / np.abs(x.reshape(-1)), np.where(abs_err == 0, 0.0, np.inf))
+    # -- what is shown ----------------------------------------------------------------------------
+    def shown_entry(self, result: GroupingResult | None = None) -> OutlierEntry | None:
+        """The outlier-study entry whose heatmaps are drawn (None for the other studies)."""
+        study = (result or self.result).study
+        if not isinstance(study, OutlierStudy):
+            return None
+        by_label = {e.granularity: e for e in study.entries}
+        return by_label.get(self._view.value, study.entries[0])
+
+    def _on_view(self, *events: Any) -> None:
+        if self.__dict__.get("_setting_view"):
+            return  # the buttons follow a new result; that update pushes the data
+        if self.result is not None and isinstance(self.result.study, OutlierStudy):
+            self._accept(self.result, self._source_data(self.result))
+
+    # -- columns ----------------------------------------------------------------------------------
+    def _cells(self, study: OutlierStudy, entry: OutlierEntry) -> dict[str, list[Any]]:
+        r0, c0 = study.outlier_index
+        rows = _window(study.shape[0], MAX_CELLS[0], r0)
+        cols = _window(study.shape[1], MAX_CELLS[1], c0)
+        x = study.x.astype(np.float64)[rows, cols]
+        x_hat = entry.dequantized[rows, cols]
+        dec = entry.scaled.element_decode_scales()[rows, cols].reshape(-1)
+        groups = entry.element_groups()[rows, cols].reshape(-1)
+        rel = study.element_rel_error(entry)[rows, cols].reshape(-1)
+        r_idx, c_idx = np.meshgrid(np.arange(rows.start, rows.stop), np.arange(cols.start, cols.stop), indexing="ij")
+        with np.errstate(divide="ignore"):
+            log2_scale = np.log2(dec)  # colour scales (layout), not data
             log_rel = np.log10(rel)
-        log2_scale = np.log2(dec)[group_ids]
         scale_colors, error_colors = grouping_colors(log2_scale.tolist(), log_rel.tolist())
-        cells = {
-            "x": cols.reshape(-1).tolist(), "y": rows.reshape(-1).tolist(),
-            "row": rows.reshape(-1).tolist(), "col": cols.reshape(-1).tolist(),
+        texts = {float(v): power_of_two_text(float(v)) for v in np.unique(dec)}
+        return {
+            "x": c_idx.reshape(-1).tolist(), "y": r_idx.reshape(-1).tolist(),
+            "row": r_idx.reshape(-1).tolist(), "col": c_idx.reshape(-1).tolist(),
             "value": x.reshape(-1).tolist(), "dequantized": x_hat.reshape(-1).tolist(),
-            "decode_scale": dec[group_ids].tolist(), "log2_decode_scale": log2_scale.tolist(),
-            "scale_text": [texts[i] for i in group_ids], "group": group_ids.tolist(),
-            "abs_error": abs_err.tolist(), "rel_error": rel.tolist(), "log10_rel_error": log_rel.tolist(),
+            "decode_scale": dec.tolist(), "log2_decode_scale": log2_scale.tolist(),
+            "scale_text": [texts[float(v)] for v in dec], "group": groups.tolist(),
+            "rel_error": rel.tolist(), "log10_rel_error": log_rel.tolist(),
             "scale_color": scale_colors, "error_color": error_colors,
         }
-        outlier = {"x": [self.outlier_col], "y": [self.outlier_row]}
-        return {"cells": cells, "outlier": outlier}
 
+    def _source_data(self, result: GroupingResult) -> dict[str, dict[str, list[Any]]]:
+        data = study_columns(result.study)
+        study = result.study
+        if isinstance(study, OutlierStudy):
+            labels = [e.granularity for e in study.entries]
+            self.__dict__["_setting_view"] = True
+            try:
+                if self._view.options != labels:
+                    self._view.options = labels
+                if self._view.value not in labels:
+                    self._view.value = labels[0]
+            finally:
+                self.__dict__["_setting_view"] = False
+            entry = self.shown_entry(result)
+            assert entry is not None
+            data["cells"] = self._cells(study, entry)
+            data["outlier"] = {"x": [study.outlier_index[1]], "y": [study.outlier_index[0]]}
+        else:
+            data["cells"] = {name: [] for name in GROUPING_CELL_COLUMNS}
+            data["outlier"] = {"x": [], "y": []}
+        return data
+
+    # -- figures ----------------------------------------------------------------------------------
     def _build_figures(self, sources: dict[str, ColumnDataSource]) -> Any:
-        return grouping_figures(sources)
+        self._heatmaps = grouping_figures(sources)
+        self._figures = study_figures(sources)
+        self._views = {
+            "outlier": pn.Column(self._view, self._heatmaps, self._figures["outlier"], sizing_mode="stretch_width"),
+            **{name: pn.Column(fig, sizing_mode="stretch_width") for name, fig in self._figures.items()
+               if name != "outlier"},
+        }
+        return pn.Column(*self._views.values(), sizing_mode="stretch_width")
 
-    def _after_update(self, result: Any) -> None:
-        set_colorbar_ranges(self._plots, self.source_data["cells"])
+    def _after_update(self, result: GroupingResult) -> None:
+        for name, view in self._views.items():
+            view.visible = name == result.config.study
+        if isinstance(result.study, OutlierStudy):
+            set_colorbar_ranges(self._heatmaps, self.source_data["cells"])
+            self._figures["outlier"].x_range.factors = [e.granularity for e in result.study.entries]
 
-    def _summary_text(self, result: Any) -> str:
-        st = result["scaled"]
-        rep = result["report"]
-        rel = rep.group_rms_rel_error.reshape(-1)
-        gid = result["outlier_group"]
-        x_size = int(result["x"].size)
-        others = np.delete(rel, gid)
-        if others.size:
-            groups_text = (f"the outlier's neighbours (the rest of its group) have {result['neighbours_rms_rel_error']:.3g} "
-                           f"against a median of {float(np.median(others)):.3g} for the other {others.size} groups")
+    def _summary_text(self, result: GroupingResult) -> str:
+        study = result.study
+        entry = self.shown_entry(result)
+        if not isinstance(study, OutlierStudy) or entry is None:
+            return " ".join(grouping.summary_lines(result))
+        st = entry.scaled
+        others = entry.other_groups
+        if others:
+            groups_text = (f"the outlier's neighbours (the rest of its group) have {entry.outlier_group_rms_rel_error:.3g} "
+                           f"against a median of {entry.other_groups_rms_rel_error:.3g} for the other {others} groups")
         else:
             groups_text = (f"one group holds every element, and the elements other than the outlier have "
-                           f"RMS relative error {result['neighbours_rms_rel_error']:.3g}")
+                           f"RMS relative error {entry.outlier_group_rms_rel_error:.3g}")
+        size = int(study.x.size)
+        flushed = round(entry.report.flushed_fraction * size)
+        window = "" if study.shape[0] <= MAX_CELLS[0] and study.shape[1] <= MAX_CELLS[1] else (
+            f" (the heatmaps show a {min(study.shape[0], MAX_CELLS[0])} × {min(study.shape[1], MAX_CELLS[1])} "
+            f"window around the outlier)")
         return (
-            f"{st.fmt.name}, {st.granularity.label}: {st.n_groups} scale{'s' if st.n_groups != 1 else ''}, "
-            f"**{st.bits_per_element:.4g} bits per element** ({st.fmt.bits} + FP32 scales amortised). "
-            f"RMS relative error {rep.rms_rel_error:.3g} (per-tensor scaling: "
-            f"{result['per_tensor'].rms_rel_error:.3g}); {groups_text}; "
-            f"{round(rep.flushed_fraction * x_size)} of {x_size} elements flushed to zero."
+            f"{st.fmt.name}, {entry.granularity}: {st.n_groups} scale{'s' if st.n_groups != 1 else ''}, "
+            f"**{entry.bits_per_element:.4g} bits per element** ({st.fmt.bits} + FP32 scales amortised). "
+            f"RMS relative error {entry.report.rms_rel_error:.3g} (per-tensor scaling: "
+            f"{study.per_tensor_rms_rel_error:.3g}); {groups_text}; "
+            f"{flushed} of {size} elements flushed to zero{window}."
         )
 
 
-__all__ = ["SHAPE", "ScaleGrouping", "outlier_tensor"]
+__all__ = ["MAX_CELLS", "ScaleGrouping"]

@@ -1,0 +1,159 @@
+"""The command-line faces of a simulation, generated from its config record.
+
+Each simulation module declares one `Simulation`: its name, its config record (`lowprec.config`),
+the function that runs it and the text summary of a result. From that one declaration come both
+command lines, with the same option names and the same behaviour:
+
+- `python -m lowprec.simulations.NAME` (`Simulation.main`, here), which writes data only;
+- `lowprec simulate NAME` (`lowprec.app.commands.sim_common`), which runs the same
+  `Simulation.execute` and can add `--html` plots, because only `app/` draws.
+
+Options: one per knob of the record (`--spike-step` for `spike_step`, help ending in the default),
+then the output options `--json OUT` (strict JSON through `lowprec.strictjson`; "-" for stdout),
+`--csv OUT` where the result has a table, `--html OUT` and `--quiet` (no summary). A summary is
+printed on stdout unless `--quiet` is given or the JSON goes to stdout. Bad values raise the record's
+`ConfigError` naming the option as typed (`--history: must be ≥ 1, got 0`); both faces report it as
+one line with exit status 2. A text option with choices matches them case-insensitively, and a
+format name may be given by any alias `formats.get_format` knows (`--format float8_e4m3fn`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+from typing import Any, Callable, Generic, Mapping, Protocol, Sequence, TypeVar
+
+from lowprec import formats, strictjson
+from lowprec.config import ConfigError, Knob, add_arguments, fields_of, from_mapping, from_namespace
+
+from ._io import STDOUT, ArgumentParser, error_exit, write_text
+
+__all__ = ["OUTPUT_OPTIONS", "ProgressFn", "Simulation", "config_or_knobs", "config_values", "run_module"]
+
+ProgressFn = Callable[[int, int], None]
+
+#: the output options every simulation command takes (besides its knobs); --csv only where a
+#: result has a table
+OUTPUT_OPTIONS = ("--json", "--csv", "--html", "--quiet")
+
+
+class Result(Protocol):
+    def to_dict(self) -> dict[str, Any]: ...
+
+
+C = TypeVar("C")
+R = TypeVar("R", bound=Result)
+
+HtmlWriter = Callable[[Any, str], None]
+
+
+def config_or_knobs(record: type[C], config: C | None, knobs: Mapping[str, Any]) -> C:
+    """`config` itself, or the record made of keyword parameters (the keyword convenience of every
+    `simulate_*` function); giving both is a TypeError, an unknown name a ConfigError."""
+    if config is None:
+        return from_mapping(record, knobs)
+    if knobs:
+        raise TypeError(f"give a {record.__name__} or keyword parameters, not both (got {', '.join(knobs)})")
+    if not isinstance(config, record):
+        raise TypeError(f"config must be a {record.__name__}, got {type(config).__name__}")
+    return config
+
+
+def config_values(config: Any) -> dict[str, Any]:
+    """A config record's values by field name (the record's `to_dict()`, typed for mypy)."""
+    return {k.name: getattr(config, k.name) for k in fields_of(config)}
+
+
+def _canonical(k: Knob, value: Any) -> Any:
+    """A text value typed for a knob with choices, matched case-insensitively, and a format alias
+    resolved to the canonical format name (`e4m3fn`, `float8_e4m3fn` → `E4M3FN`)."""
+    if k.choices is None or not isinstance(value, str) or value in k.choices:
+        return value
+    folded = [c for c in k.choices if isinstance(c, str) and c.lower() == value.lower()]
+    if len(folded) == 1:
+        return folded[0]
+    try:
+        name = formats.get_format(value).name
+    except (ValueError, TypeError):
+        return value
+    return name if name in k.choices else value
+
+
+@dataclass(frozen=True)
+class Simulation(Generic[C, R]):
+    """One simulation as the command lines see it (the widget sees `config` through the app)."""
+
+    name: str  # `lowprec simulate NAME`, `python -m lowprec.simulations.NAME`
+    help: str  # one line
+    config: type[C]  # the config record: every knob is an option
+    run: Callable[[C, ProgressFn | None], R]  # the simulation itself
+    summary: Callable[[R], list[str]]  # the human summary, one string per line
+    csv: Callable[[R], str] | None = None  # the result as CSV text, where it is a table
+    #: what --html draws, in words (the plots live in `lowprec.app.plots`)
+    html_help: str = "write standalone HTML plots (open offline)"
+
+    @property
+    def module(self) -> str:
+        return f"lowprec.simulations.{self.name}"
+
+    # -- options ----------------------------------------------------------------------------------
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        """One option per knob, then the output options."""
+        add_arguments(parser, self.config)
+        parser.add_argument("--json", metavar="OUT", default=None,
+                            help='write the result as strict JSON to OUT ("-": stdout) (default: not written)')
+        if self.csv is not None:
+            parser.add_argument("--csv", metavar="OUT", default=None,
+                                help='write the per-step table as CSV to OUT ("-": stdout) (default: not written)')
+        parser.add_argument("--html", metavar="OUT", default=None,
+                            help=f"{self.html_help}; only `lowprec simulate {self.name}` draws (default: not written)")
+        parser.add_argument("--quiet", action="store_true", default=False,
+                            help="print no summary and no progress bar (default: false)")
+
+    def config_from(self, args: argparse.Namespace) -> C:
+        """The record from parsed options; a bad value raises ConfigError naming the option."""
+        canon = {k.name: _canonical(k, getattr(args, k.name, k.default)) for k in fields_of(self.config)}
+        return from_namespace(self.config, args, **canon)
+
+    # -- running ----------------------------------------------------------------------------------
+    def execute(self, args: argparse.Namespace, *, progress: ProgressFn | None = None,
+                html: HtmlWriter | None = None) -> int:
+        """Run for parsed options and write what they ask for: JSON, CSV, HTML (with `html`, the
+        app's plot writer; refused without it), the summary. Returns the exit status 0."""
+        config = self.config_from(args)
+        if getattr(args, "html", None) and html is None:
+            raise ConfigError("html", f"plots are drawn by the app: run `lowprec simulate {self.name} … --html "
+                                      f"{args.html}` (this entry point writes data: --json"
+                                      f"{', --csv' if self.csv is not None else ''})", label="--html")
+        result = self.run(config, progress)
+        if args.json:
+            strictjson.write(result.to_dict(), args.json, indent=None)
+        if self.csv is not None and getattr(args, "csv", None):
+            write_text(self.csv(result), args.csv)
+        if html is not None and args.html:
+            html(result, args.html)
+        if not args.quiet and args.json != STDOUT and getattr(args, "csv", None) != STDOUT:
+            for line in self.summary(result):
+                print(line)
+        return 0
+
+    # -- python -m lowprec.simulations.NAME -------------------------------------------------------
+    def parser(self) -> ArgumentParser:
+        p = ArgumentParser(prog=f"python -m {self.module}", description=f"{self.help} (writes JSON/CSV data)")
+        self.add_arguments(p)
+        return p
+
+    def main(self, argv: Sequence[str] | None = None) -> int:
+        """The `python -m` entry point: bad options and bad values are one line, exit status 2."""
+        parser = self.parser()
+        args = parser.parse_args(argv)
+        try:
+            return self.execute(args)
+        except (ValueError, TypeError) as exc:
+            return error_exit(parser.prog, exc)
+
+
+def run_module(simulation: Simulation[Any, Any]) -> None:
+    """`if __name__ == "__main__": run_module(SIMULATION)`."""
+    sys.exit(simulation.main())

@@ -1,0 +1,97 @@
+"""The `Example` record: one worked example — named values with units, where they come from, and the
+prose text of each value — as lessons quote it (`{{ example:NAME.FIELD }}`).
+
+This module holds only the record and its number formatting; the registry of examples is
+`simulations.examples` (core) with `simulations.examples_extra` (lesson-specific), both of which build
+`Example`s. Non-finite values print as NaN / Inf / -Inf in prose and are written to JSON by
+`lowprec.strictjson` ("nan", "inf", "-inf").
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from lowprec import strictjson
+
+__all__ = ["Example", "Value", "as_number", "format_number"]
+
+Value = float | int | str | list[Any] | bool
+
+
+def format_number(v: float | int, digits: int | None) -> str:
+    """Prose text of a number: `digits` decimals (or significant digits when tiny/huge), else the
+    shortest exact form; NaN, Inf, -Inf; booleans as yes/no."""
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, int):
+        return str(v)
+    if math.isnan(v):
+        return "NaN"
+    if math.isinf(v):
+        return "Inf" if v > 0 else "-Inf"
+    if digits is not None:
+        text = f"{v:.{digits}g}" if abs(v) < 1e-4 or abs(v) >= 1e16 else f"{v:.{digits}f}".rstrip("0").rstrip(".")
+        return "0" if text in ("-0", "") else text
+    if v == int(v) and abs(v) < 1e16:
+        return str(int(v))
+    text = repr(float(v))
+    return text if len(text) <= 12 else f"{v:.6g}"
+
+
+def as_number(v: Any) -> float:
+    """A numeric field as float (fields are typed as any Value)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise TypeError(f"expected a number, got {v!r}")
+    return float(v)
+
+
+@dataclass(frozen=True)
+class Example:
+    """One worked example: named values with units, and where they come from."""
+
+    name: str
+    title: str
+    source: str  # where the fact comes from / how it is computed
+    values: dict[str, Value]  # named fields
+    units: dict[str, str]  # unit per field ("" if none)
+    summary_field: str  # the field `{{ example:NAME }}` prints
+    digits: dict[str, int] = field(default_factory=dict)  # decimals to print, per field (optional)
+
+    def __post_init__(self) -> None:
+        if self.summary_field not in self.values:
+            raise ValueError(f"example {self.name}: summary field {self.summary_field!r} is not a value")
+        missing = [k for k in self.values if k not in self.units]
+        if missing:
+            raise ValueError(f"example {self.name}: no unit given for {', '.join(missing)}")
+
+    def format(self, field: str | None = None) -> str:
+        """Prose text for a field (default: the summary field), e.g. '0.5', '890 MB', '8.25 bits'."""
+        key = self.summary_field if field is None else field
+        if key not in self.values:
+            raise ValueError(f"example {self.name!r} has no field {key!r}; fields: "
+                             f"{', '.join(self.values)}")
+        v = self.values[key]
+        digits = self.digits.get(key)
+        if isinstance(v, list):
+            text = "[" + ", ".join(str(x) if isinstance(x, str) else format_number(x, digits)
+                                   for x in v) + "]"
+        elif isinstance(v, str):
+            text = v
+        else:
+            text = format_number(v, digits)
+        unit = self.units.get(key, "")
+        return f"{text} {unit}" if unit else text
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "title": self.title,
+            "source": self.source,
+            "values": strictjson.to_jsonable(self.values),
+            "units": dict(self.units),
+            "summary_field": self.summary_field,
+            "summary": self.format(),
+            "text": {k: self.format(k) for k in self.values},
+        }
