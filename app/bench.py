@@ -1,4 +1,6 @@
-"""App speed: server-side compute per widget update at default settings, and time to first page.
+"""App speed (`lowprec bench app`): server-side compute per widget update at default settings, and
+time to first page. It lives in `app` because it drives the app's own widgets; `lowprec.benchmarks`
+holds the benchmarks of the layers below and imports nothing of `app`.
 
 Budgets (issue 6): each widget's update ≤ 50 ms, the recompute widget's ≤ 1 s; the first page
 ready in the browser ≤ 3 s after the server is up. An update is `widget.update()` at the default
