@@ -10,7 +10,8 @@ Every parser is a `CommandParser`: an option's help ends with its default, and a
 line naming it as typed (`lowprec cast: error: argument --rounding: invalid choice: …`), exit
 status 2, with no usage dump. `ValueError`/`TypeError` raised by a command are one line too
 (`lowprec: error: …`, exit 2). A command whose optional dependency is missing (torch for
-`simulate recompute`, triton for the GPU backends) says which extra installs it, in one line.
+`simulate recompute`, triton for the GPU backends) says which extra installs it, in one line
+(`lowprec.extras`).
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ import sys
 from dataclasses import dataclass
 from typing import Any, NoReturn, Sequence
 
-__all__ = ["COMMANDS", "Command", "CommandParser", "OPTIONAL_DEPENDENCIES", "build_parser",
-           "command_parser", "main"]
+from lowprec.extras import missing_dependency
+
+__all__ = ["COMMANDS", "Command", "CommandParser", "build_parser", "command_parser", "main"]
 
 
 @dataclass(frozen=True)
@@ -56,9 +58,6 @@ COMMANDS: tuple[Command, ...] = (
 )
 _BY_NAME = {c.name: c for c in COMMANDS}
 
-#: third-party module → the extra of lowprec that installs it
-OPTIONAL_DEPENDENCIES: dict[str, str] = {"torch": "torch", "triton": "gpu"}
-
 
 class DefaultsHelpFormatter(argparse.HelpFormatter):
     """Every option's help ends with its default: `(default: 5006)`, `(default: off)` for a flag,
@@ -87,6 +86,14 @@ class CommandParser(argparse.ArgumentParser):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", DefaultsHelpFormatter)
         super().__init__(*args, **kwargs)
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        """As argparse's; an option given no help is described by its name, so that its default
+        still shows (argparse prints nothing for an option without help)."""
+        action = super().add_argument(*args, **kwargs)
+        if action.option_strings and action.help is None:
+            action.help = action.dest.replace("_", " ")
+        return action
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
@@ -125,13 +132,19 @@ def build_parser(command: str | None = None) -> CommandParser:
         if entry.name != command:
             sub.add_parser(entry.name, help=entry.help, description=entry.help)
             continue
-        importlib.import_module(entry.module).register(sub)
-        registered = sub.choices[entry.name]
-        registered.description = registered.description or entry.help
-        for action in sub._choices_actions:  # the top-level listing shows the table's help
-            if action.dest == entry.name:
-                action.help = entry.help
+        _register(sub, entry)
     return parser
+
+
+def _register(sub: Any, entry: Command) -> CommandParser:
+    """Import `entry`'s module and let it add its parser to `sub`; the table's help describes it."""
+    importlib.import_module(entry.module).register(sub)
+    registered: CommandParser = sub.choices[entry.name]
+    registered.description = registered.description or entry.help
+    for action in sub._choices_actions:  # the top-level listing shows the table's help
+        if action.dest == entry.name:
+            action.help = entry.help
+    return registered
 
 
 def command_parser(name: str) -> CommandParser:
@@ -139,24 +152,13 @@ def command_parser(name: str) -> CommandParser:
     if name not in _BY_NAME:
         raise ValueError(f"unknown command {name!r}; known: {', '.join(_BY_NAME)}")
     _, sub = _top_parser()
-    importlib.import_module(_BY_NAME[name].module).register(sub)
-    parser: CommandParser = sub.choices[name]
-    return parser
+    return _register(sub, _BY_NAME[name])
 
 
 def _command_of(argv: Sequence[str]) -> str | None:
     """The subcommand named in `argv`: its first word that is not an option (the top-level
     parser's own options, --help and --version, take no value)."""
     return next((a for a in argv if not a.startswith("-")), None)
-
-
-def _missing_dependency(exc: ModuleNotFoundError, command: str) -> str | None:
-    root = (exc.name or "").split(".")[0]
-    extra = OPTIONAL_DEPENDENCIES.get(root)
-    if extra is None:
-        return None
-    return (f"lowprec {command}: error: this needs {root}, which is not installed; "
-            f"install it with: pip install 'lowprec[{extra}]'")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -171,11 +173,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.print_help()
             return 2
         return int(args.func(args) or 0)
-    except ModuleNotFoundError as exc:
-        message = _missing_dependency(exc, str(name))
+    except ModuleNotFoundError as exc:  # an optional dependency (torch, triton): name its extra
+        message = missing_dependency(exc, "this command")
         if message is None:
             raise
-        print(message, file=sys.stderr)
+        print(f"lowprec {name}: error: {message}", file=sys.stderr)
         return 2
     except (ValueError, TypeError) as exc:  # bad input: one clear line, no traceback
         print(f"lowprec: error: {exc}", file=sys.stderr)
