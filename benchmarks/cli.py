@@ -2,7 +2,8 @@
 ml_dtypes"`, the floor any numpy tool pays, in one run.
 
 Each command is started as a fresh process (`python -m lowprec.app.cli …`, the console script's own
-entry point) with the same interpreter; the two are interleaved (A, B, A, B, …) so machine load
+entry point) with the same interpreter, from the temporary folder (so a `lowprec/` folder in the
+current directory cannot shadow the lowprec on the path); the two are interleaved (A, B, A, B, …) so machine load
 hits both alike, and the figure is the median wall time of each, with the peak resident memory of
 each child (`os.wait4`'s ru_maxrss). Target (issue 11): cast ≤ 2 × the baseline.
 """
@@ -13,6 +14,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from typing import Any
 
@@ -24,7 +26,8 @@ TARGET_RATIO = 2.0
 def _run_once(argv: list[str]) -> tuple[float, float]:
     """(wall seconds, peak RSS in MiB) of one run of `argv`; RuntimeError if it fails."""
     start = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            cwd=tempfile.gettempdir())
     _, status, usage = os.wait4(proc.pid, 0)
     seconds = time.perf_counter() - start
     proc.returncode = os.waitstatus_to_exitcode(status)
