@@ -119,6 +119,8 @@ def test_command_rejects_bad_input(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli_main(["crosscheck", "--backend", "ml_dtypes", "--formats", "E9M9"]) == 2
     assert cli_main(["crosscheck"]) == 2
     assert "--backend is required" in capsys.readouterr().err
+    assert cli_main(["crosscheck", "--backend", "ml_dtypes", "--n-random", "-1"]) == 2
+    assert "--n-random must be ≥ 0, got -1" in capsys.readouterr().err
 
 
 def test_command_rejects_bad_paths(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:

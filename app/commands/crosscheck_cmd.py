@@ -49,6 +49,8 @@ def run(args: argparse.Namespace) -> int:
     if not args.backend:
         raise ValueError(f"--backend is required (one of {', '.join(backend_names())}) unless "
                          "--replay is given")
+    if args.n_random < 0:
+        raise ValueError(f"--n-random must be ≥ 0, got {args.n_random}")
     to_stdout = args.json == strictjson.STDOUT
     if args.json and not to_stdout:
         crosscheck.check_writable(args.json)  # before a long run, not after it
