@@ -1,7 +1,17 @@
-"""The `lowprec` command: one entry point, one module per subcommand in `app.commands`.
+"""The `lowprec` command: one static table of subcommands, each loaded only when it is run.
 
-Each module in COMMANDS exposes `register(subparsers) -> None`, adding its parser with
-`set_defaults(func=...)`; `func(args) -> int` is the exit status.
+`COMMANDS` lists every subcommand as (name, module, one-line help). Building the top-level parser
+imports none of them, so `lowprec cast …` imports the cast module and what it needs (numpy,
+ml_dtypes, `lowprec.formats`) and nothing else: no torch, no Panel, no Bokeh. A command module
+exposes `register(subparsers)`, which adds its parser (`subparsers.add_parser(NAME)`, the help
+comes from this table) with `set_defaults(func=run)`; `run(args) -> int` is the exit status.
+
+Every parser is a `CommandParser`: an option's help ends with its default, and a bad option is one
+line naming it as typed (`lowprec cast: error: argument --rounding: invalid choice: …`), exit
+status 2, with no usage dump. `ValueError`/`TypeError` raised by a command are one line too
+(`lowprec: error: …`, exit 2). A command whose optional dependency is missing (torch for
+`simulate recompute`, triton for the GPU backends) says which extra installs it, in one line
+(`lowprec.extras`).
 """
 
 from __future__ import annotations
@@ -10,46 +20,165 @@ import argparse
 import importlib
 import os
 import sys
-from typing import Sequence
+from dataclasses import dataclass
+from typing import Any, NoReturn, Sequence
 
-# subcommand modules, in help order; a module that is missing is skipped (work in progress)
-COMMANDS = (
-    "lowprec.app.commands.formats_cmd",
-    "lowprec.app.commands.cast_cmd",
-    "lowprec.app.commands.simulate_cmd",
-    "lowprec.app.commands.examples_cmd",
-    "lowprec.app.commands.crosscheck_cmd",
-    "lowprec.app.commands.bench_cmd",
-    "lowprec.app.commands.serve_cmd",
-    "lowprec.app.commands.export_cmd",
+from lowprec.extras import missing_dependency
+
+__all__ = ["COMMANDS", "Command", "CommandParser", "build_parser", "command_parser", "main"]
+
+
+@dataclass(frozen=True)
+class Command:
+    """One subcommand: its name, the module that registers and runs it, and its one-line help."""
+
+    name: str
+    module: str
+    help: str
+
+
+#: every subcommand, in help order
+COMMANDS: tuple[Command, ...] = (
+    Command("formats", "lowprec.app.commands.formats_cmd",
+            "list formats with their properties, or one format's code table"),
+    Command("cast", "lowprec.app.commands.cast_cmd",
+            "encode values in a format: bits, value, error and rounding bin"),
+    Command("simulate", "lowprec.app.commands.simulate_cmd",
+            "run a simulation and write JSON/CSV/HTML results"),
+    Command("examples", "lowprec.app.commands.examples_cmd",
+            "list the worked examples (named numbers) lessons quote"),
+    Command("crosscheck", "lowprec.app.commands.crosscheck_cmd",
+            "check a real backend (ml_dtypes, torch, Triton) against the format model bit for bit"),
+    Command("bench", "lowprec.app.commands.bench_cmd",
+            "run speed benchmarks (ratios against ml_dtypes/torch, CLI start-up)"),
+    Command("serve", "lowprec.app.commands.serve_cmd",
+            "serve the lessons and widgets locally (no internet needed)"),
+    Command("export", "lowprec.app.commands.export_cmd",
+            "write standalone HTML pages that work with no server and no internet"),
 )
+_BY_NAME = {c.name: c for c in COMMANDS}
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+class DefaultsHelpFormatter(argparse.HelpFormatter):
+    """Every option's help ends with its default: `(default: 5006)`, `(default: off)` for a flag,
+    `(default: none)` for an option that is off unless given. Help that states its default already
+    (config-record knobs do) is left alone."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if "default" in text.lower() or action.default is argparse.SUPPRESS:
+            return text
+        if not action.option_strings and action.nargs not in (argparse.OPTIONAL, argparse.ZERO_OR_MORE):
+            return text  # a required positional has no default
+        default = action.default
+        if isinstance(default, bool):
+            shown = "on" if default else "off"
+        elif default is None or default == []:
+            shown = "none"
+        else:
+            shown = "%(default)s"
+        return f"{text} (default: {shown})" if text else f"default: {shown}"
+
+
+class CommandParser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are one line (exit 2) and whose help shows defaults."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", DefaultsHelpFormatter)
+        super().__init__(*args, **kwargs)
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        """As argparse's; an option given no help is described by its name, so that its default
+        still shows (argparse prints nothing for an option without help)."""
+        action = super().add_argument(*args, **kwargs)
+        if action.option_strings and action.help is None:
+            action.help = action.dest.replace("_", " ")
+        return action
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+class _VersionAction(argparse.Action):
+    """--version: reads the version only when asked (`importlib.metadata` is slow to import)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, help: str | None = None) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        import lowprec
+
+        print(f"lowprec {lowprec.__version__}")
+        parser.exit(0)
+
+
+def _top_parser() -> tuple[CommandParser, Any]:
+    parser = CommandParser(
         prog="lowprec",
         description="Bit-exact simulator and explorer of low-precision number formats.",
+        epilog="`lowprec COMMAND --help` describes one command.",
     )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMANDS:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name == name:
-                continue
-            raise
-        module.register(sub)
+    parser.add_argument("--version", action=_VersionAction, help="print lowprec's version and exit")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=CommandParser)
+    return parser, sub
+
+
+def build_parser(command: str | None = None) -> CommandParser:
+    """The top-level parser. Only `command`'s module is imported and registered (every other
+    subcommand is a placeholder carrying its help); None imports none of them."""
+    parser, sub = _top_parser()
+    for entry in COMMANDS:
+        if entry.name != command:
+            sub.add_parser(entry.name, help=entry.help, description=entry.help)
+            continue
+        _register(sub, entry)
     return parser
 
 
+def _register(sub: Any, entry: Command) -> CommandParser:
+    """Import `entry`'s module and let it add its parser to `sub`; the table's help describes it."""
+    importlib.import_module(entry.module).register(sub)
+    registered: CommandParser = sub.choices[entry.name]
+    registered.description = registered.description or entry.help
+    for action in sub._choices_actions:  # the top-level listing shows the table's help
+        if action.dest == entry.name:
+            action.help = entry.help
+    return registered
+
+
+def command_parser(name: str) -> CommandParser:
+    """The parser of subcommand `name` (its module imported); ValueError for an unknown name."""
+    if name not in _BY_NAME:
+        raise ValueError(f"unknown command {name!r}; known: {', '.join(_BY_NAME)}")
+    _, sub = _top_parser()
+    return _register(sub, _BY_NAME[name])
+
+
+def _command_of(argv: Sequence[str]) -> str | None:
+    """The subcommand named in `argv`: its first word that is not an option (the top-level
+    parser's own options, --help and --version, take no value)."""
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return 2
+    """Run `lowprec ARGV`; returns the exit status. argparse's own exits (--help, --version, a bad
+    option: one line, status 2) raise SystemExit, as argparse does."""
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    name = _command_of(args_list)
     try:
+        parser = build_parser(name if name in _BY_NAME else None)
+        args = parser.parse_args(args_list)
+        if not getattr(args, "func", None):
+            parser.print_help()
+            return 2
         return int(args.func(args) or 0)
+    except ModuleNotFoundError as exc:  # an optional dependency (torch, triton): name its extra
+        message = missing_dependency(exc, "this command")
+        if message is None:
+            raise
+        print(f"lowprec {name}: error: {message}", file=sys.stderr)
+        return 2
     except (ValueError, TypeError) as exc:  # bad input: one clear line, no traceback
         print(f"lowprec: error: {exc}", file=sys.stderr)
         return 2

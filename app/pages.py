@@ -30,6 +30,7 @@ from lowprec.app.lessons import (
     render_blocks,
 )
 from lowprec.app.widgets import WIDGETS, get_widget_class
+from lowprec.extras import missing_dependency
 
 ROUTE_HOME = ""
 SITE_TITLE = "lowprec — low-precision formats, explained bit by bit"
@@ -76,9 +77,17 @@ def header(current: str = "", suffix: str = "") -> pn.viewable.Viewable:
 
 
 def build_widget(name: str, params: dict[str, Any] | None = None) -> tuple[Any, pn.viewable.Viewable]:
-    """(widget or None, what to show). Bad parameters give an "Invalid …" alert instead of raising;
-    an unknown widget name is a ValueError (lesson directives are checked when parsed)."""
-    cls = get_widget_class(name)
+    """(widget or None, what to show). Bad parameters give an "Invalid …" alert instead of raising,
+    and a widget whose optional dependency is not installed (torch for RecomputeDivergence) an
+    alert naming the extra to install; an unknown widget name is a ValueError (lesson directives
+    are checked when parsed)."""
+    try:
+        cls = get_widget_class(name)
+    except ModuleNotFoundError as exc:
+        message = missing_dependency(exc, f"The {name} widget")
+        if message is None:
+            raise
+        return None, pn.pane.Alert(message, alert_type="warning")
     try:
         widget = cls(**(params or {}))
     except (ValueError, TypeError) as exc:

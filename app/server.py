@@ -14,6 +14,7 @@ from typing import Any
 import panel as pn
 
 from lowprec.app import pages
+from lowprec.extras import missing_dependency
 
 
 def serve(port: int = 5006, address: str = "127.0.0.1", show: bool = True, start: bool = True,
@@ -36,6 +37,10 @@ def serve(port: int = 5006, address: str = "127.0.0.1", show: bool = True, start
 
 
 def _warm_up_recompute() -> None:
-    from lowprec.simulations.recompute import warm_up
-
+    try:
+        from lowprec.simulations.recompute import warm_up
+    except ModuleNotFoundError as exc:
+        if missing_dependency(exc) is None:
+            raise
+        return  # without torch the recompute widget says what to install; nothing to warm up
     warm_up()

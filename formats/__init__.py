@@ -2,7 +2,9 @@
 
 `get_format` and the constants describe layouts; `CastPolicy` and `policy_for` name every edge-case
 decision; `encode`/`decode`/`quantize` run them exactly on numpy arrays; `code_table` and
-`rounding_bin` explain them. Imports nothing else of lowprec.
+`rounding_bin` explain them; `explain_cast`/`explain_value` explain one value (what `lowprec cast`
+and the bin explorer show). Imports nothing of lowprec beyond its leaf modules (`lowprec.strictjson`,
+`lowprec.config`), and never torch.
 """
 
 from .codec import (
@@ -26,6 +28,14 @@ from .policy import (
     Subnormals,
     UnsignedNegative,
     UnsignedZero,
+)
+from .explain import (
+    BinView,
+    CastExplanation,
+    explain_cast,
+    explain_value,
+    power_of_two_text,
+    resolve_policy,
 )
 from .parse import parse_value
 from .scalar import decode_scalar, encode_scalar
@@ -54,11 +64,12 @@ from .specs import (
 from .tables import CodeTable, RoundingBin, code_table, rounding_bin
 
 __all__ = [
-    "ALL_FORMATS", "BF16", "CHUNK", "CONVENTIONS", "CastPolicy", "CodeTable", "E2M1", "E2M3",
-    "E3M2", "E4M3FN", "E4M3FNUZ", "E5M2", "E5M2FNUZ", "E8M0", "FLOAT_FORMATS", "FP16", "FP32",
-    "FloatFormat", "Format", "INT4", "INT8", "IntFormat", "NanPayload", "NanToFinite", "Overflow",
-    "Rounding", "RoundingBin", "Subnormals", "UnsignedNegative", "UnsignedZero", "as_float_array",
-    "classify_codes", "code_table", "conventions_table", "decode", "decode_scalar",
-    "default_policy", "encode", "encode_scalar", "format_names", "get_format", "pack_fp4", "parse_value",
-    "policy_for", "quantize", "rounding_bin", "unpack_fp4",
+    "ALL_FORMATS", "BF16", "BinView", "CHUNK", "CONVENTIONS", "CastExplanation", "CastPolicy",
+    "CodeTable", "E2M1", "E2M3", "E3M2", "E4M3FN", "E4M3FNUZ", "E5M2", "E5M2FNUZ", "E8M0",
+    "FLOAT_FORMATS", "FP16", "FP32", "FloatFormat", "Format", "INT4", "INT8", "IntFormat",
+    "NanPayload", "NanToFinite", "Overflow", "Rounding", "RoundingBin", "Subnormals",
+    "UnsignedNegative", "UnsignedZero", "as_float_array", "classify_codes", "code_table",
+    "conventions_table", "decode", "decode_scalar", "default_policy", "encode", "encode_scalar",
+    "explain_cast", "explain_value", "format_names", "get_format", "pack_fp4", "parse_value",
+    "policy_for", "power_of_two_text", "quantize", "resolve_policy", "rounding_bin", "unpack_fp4",
 ]

@@ -10,6 +10,9 @@ with the special codes set by `nan_encoding` (IEEE 754 all-ones exponent; OCP "f
 code; "fnuz" negative-zero code; E8M0's 0xFF; or none). Sources: IEEE 754-2019 §3; OCP 8-bit
 Floating Point Specification (OFP8) rev 1.0; OCP Microscaling Formats (MX) v1.0 §5.
 `IntFormat` describes the two's-complement integer grids INT8 and INT4 with the same properties.
+Each record also carries `dtype_name`, the name numpy/ml_dtypes and torch give the same layout
+(`float8_e4m3fn`, `bfloat16` …): the one format ↔ backend dtype table, read by `gpu.backends` and
+the tests' oracles (`getattr(ml_dtypes, fmt.dtype_name)`).
 """
 
 from __future__ import annotations
@@ -34,6 +37,9 @@ class FloatFormat:
     subnormals: bool = True  # E = 0 is a subnormal binade; False: E = 0 is an ordinary binade (E8M0)
     aliases: tuple[str, ...] = field(default=(), compare=False)  # other names accepted by get_format
     description: str = field(default="", compare=False)  # one line for tables and the app
+    # the dtype's name in the numpy ecosystem: the attribute of ml_dtypes / numpy and of torch
+    # (where they have the type) that holds this layout; also accepted by get_format
+    dtype_name: str = field(default="", compare=False)
 
     # ---- layout --------------------------------------------------------------------------------
     @property
@@ -141,6 +147,7 @@ class IntFormat:
     signed: bool = True
     aliases: tuple[str, ...] = field(default=(), compare=False)
     description: str = field(default="", compare=False)
+    dtype_name: str = field(default="", compare=False)  # as FloatFormat.dtype_name (int8, int4)
 
     @property
     def bits(self) -> int:
@@ -212,54 +219,59 @@ def _bias(exponent_bits: int) -> int:
 
 FP32 = FloatFormat(
     "FP32", 8, 23, _bias(8), has_inf=True, nan_encoding="ieee",
-    aliases=("float32", "f32", "single", "binary32"), description="IEEE 754 binary32",
+    aliases=("f32", "single", "binary32"), description="IEEE 754 binary32", dtype_name="float32",
 )
 FP16 = FloatFormat(
     "FP16", 5, 10, _bias(5), has_inf=True, nan_encoding="ieee",
-    aliases=("float16", "f16", "half", "binary16"), description="IEEE 754 binary16",
+    aliases=("f16", "half", "binary16"), description="IEEE 754 binary16", dtype_name="float16",
 )
 BF16 = FloatFormat(
     "BF16", 8, 7, _bias(8), has_inf=True, nan_encoding="ieee",
-    aliases=("bfloat16", "bf16"), description="bfloat16: FP32's range, 8 significant bits",
+    aliases=("bf16",), description="bfloat16: FP32's range, 8 significant bits",
+    dtype_name="bfloat16",
 )
 E5M2 = FloatFormat(
     "E5M2", 5, 2, _bias(5), has_inf=True, nan_encoding="ieee",
-    aliases=("float8_e5m2", "fp8_e5m2", "e5m2"), description="OCP FP8 E5M2 (IEEE-like: Inf and NaN)",
+    aliases=("fp8_e5m2", "e5m2"), description="OCP FP8 E5M2 (IEEE-like: Inf and NaN)",
+    dtype_name="float8_e5m2",
 )
 E4M3FN = FloatFormat(
     "E4M3FN", 4, 3, _bias(4), has_inf=False, nan_encoding="fn",
-    aliases=("float8_e4m3fn", "fp8_e4m3", "e4m3", "fp8_e4m3fn", "e4m3fn"),
-    description="OCP FP8 E4M3: finite only, NaN = S.1111.111, max 448",
+    aliases=("fp8_e4m3", "e4m3", "fp8_e4m3fn", "e4m3fn"),
+    description="OCP FP8 E4M3: finite only, NaN = S.1111.111, max 448", dtype_name="float8_e4m3fn",
 )
 E4M3FNUZ = FloatFormat(
     "E4M3FNUZ", 4, 3, _bias(4) + 1, has_inf=False, nan_encoding="fnuz",
-    aliases=("float8_e4m3fnuz", "fp8_e4m3fnuz"),
-    description="E4M3, bias 8, NaN = 0x80 (no -0), max 240",
+    aliases=("fp8_e4m3fnuz",),
+    description="E4M3, bias 8, NaN = 0x80 (no -0), max 240", dtype_name="float8_e4m3fnuz",
 )
 E5M2FNUZ = FloatFormat(
     "E5M2FNUZ", 5, 2, _bias(5) + 1, has_inf=False, nan_encoding="fnuz",
-    aliases=("float8_e5m2fnuz", "fp8_e5m2fnuz"),
-    description="E5M2, bias 16, NaN = 0x80 (no -0), max 57344",
+    aliases=("fp8_e5m2fnuz",),
+    description="E5M2, bias 16, NaN = 0x80 (no -0), max 57344", dtype_name="float8_e5m2fnuz",
 )
 E3M2 = FloatFormat(
-    "E3M2", 3, 2, _bias(3), aliases=("float6_e3m2fn", "fp6_e3m2", "e3m2fn", "mxfp6_e3m2"),
-    description="OCP MX FP6 E3M2: finite only, max 28",
+    "E3M2", 3, 2, _bias(3), aliases=("fp6_e3m2", "e3m2fn", "mxfp6_e3m2"),
+    description="OCP MX FP6 E3M2: finite only, max 28", dtype_name="float6_e3m2fn",
 )
 E2M3 = FloatFormat(
-    "E2M3", 2, 3, _bias(2), aliases=("float6_e2m3fn", "fp6_e2m3", "e2m3fn", "mxfp6_e2m3"),
-    description="OCP MX FP6 E2M3: finite only, max 7.5",
+    "E2M3", 2, 3, _bias(2), aliases=("fp6_e2m3", "e2m3fn", "mxfp6_e2m3"),
+    description="OCP MX FP6 E2M3: finite only, max 7.5", dtype_name="float6_e2m3fn",
 )
 E2M1 = FloatFormat(
-    "E2M1", 2, 1, _bias(2), aliases=("float4_e2m1fn", "fp4_e2m1", "fp4", "e2m1fn", "mxfp4_e2m1"),
-    description="OCP MX FP4 E2M1: values 0, 0.5, 1, 1.5, 2, 3, 4, 6",
+    "E2M1", 2, 1, _bias(2), aliases=("fp4_e2m1", "fp4", "e2m1fn", "mxfp4_e2m1"),
+    description="OCP MX FP4 E2M1: values 0, 0.5, 1, 1.5, 2, 3, 4, 6", dtype_name="float4_e2m1fn",
 )
 E8M0 = FloatFormat(
     "E8M0", 8, 0, _bias(8), signed=False, has_inf=False, nan_encoding="e8m0", subnormals=False,
-    aliases=("float8_e8m0fnu", "e8m0fnu", "fp8_e8m0", "ue8m0"),
+    aliases=("e8m0fnu", "fp8_e8m0", "ue8m0"),
     description="OCP MX scale: unsigned powers of two 2^-127..2^127, NaN = 0xFF, no zero",
+    dtype_name="float8_e8m0fnu",
 )
-INT8 = IntFormat("INT8", 8, aliases=("int8", "i8"), description="two's-complement integers -128..127")
-INT4 = IntFormat("INT4", 4, aliases=("int4", "i4"), description="two's-complement integers -8..7")
+INT8 = IntFormat("INT8", 8, aliases=("i8",), description="two's-complement integers -128..127",
+                 dtype_name="int8")
+INT4 = IntFormat("INT4", 4, aliases=("i4",), description="two's-complement integers -8..7",
+                 dtype_name="int4")
 
 ALL_FORMATS: tuple[Format, ...] = (
     E4M3FN, E5M2, E2M1, E8M0, BF16, FP16, FP32, E3M2, E2M3, E4M3FNUZ, E5M2FNUZ, INT8, INT4,
@@ -268,7 +280,7 @@ FLOAT_FORMATS: tuple[FloatFormat, ...] = tuple(f for f in ALL_FORMATS if isinsta
 
 _REGISTRY: dict[str, Format] = {}
 for _fmt in ALL_FORMATS:
-    for _key in (_fmt.name, *_fmt.aliases):
+    for _key in filter(None, (_fmt.name, _fmt.dtype_name, *_fmt.aliases)):
         _k = _key.lower()
         if _k in _REGISTRY and _REGISTRY[_k] is not _fmt:
             raise RuntimeError(f"format alias {_key!r} is used twice")

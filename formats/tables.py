@@ -38,6 +38,8 @@ class CodeTable:
         return format(int(code), f"0{self.bits}b")
 
     def rows(self) -> list[dict[str, Any]]:
+        """One dict per code (floats as floats: NaN/±Inf included; `lowprec.strictjson` writes
+        them as "nan"/"inf"/"-inf")."""
         out = []
         for i in range(self.codes.size):
             out.append({
@@ -47,24 +49,15 @@ class CodeTable:
                 "sign": int(self.sign[i]),
                 "exponent": int(self.exponent[i]),
                 "mantissa": int(self.mantissa[i]),
-                "value": _json_float(self.value[i]),
+                "value": float(self.value[i]),
                 "class": str(self.cls[i]),
-                "gap_next": _json_float(self.gap_next[i]),
-                "rel_gap": _json_float(self.rel_gap[i]),
+                "gap_next": float(self.gap_next[i]),
+                "rel_gap": float(self.rel_gap[i]),
             })
         return out
 
     def to_dict(self) -> dict[str, Any]:
         return {"format": self.format, "bits": self.bits, "rows": self.rows()}
-
-
-def _json_float(v: float) -> float | str:
-    v = float(v)
-    if np.isnan(v):
-        return "nan"
-    if np.isinf(v):
-        return "inf" if v > 0 else "-inf"
-    return v
 
 
 def code_table(fmt: str | Format) -> CodeTable:

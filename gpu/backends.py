@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 import lowprec
-from lowprec.formats import Format, get_format
+from lowprec.formats import FLOAT_FORMATS, Format, get_format
 
 #: the folder that holds the `lowprec` package (the checkout's root, or site-packages)
 ROOT = Path(lowprec.__file__).resolve().parents[1]
@@ -93,20 +93,15 @@ class Backend(ABC):
 # ml_dtypes (numpy for FP16)
 # ------------------------------------------------------------------------------------------------
 
-_ML_DTYPES_NAMES = {
-    "E4M3FN": "float8_e4m3fn", "E5M2": "float8_e5m2", "E2M1": "float4_e2m1fn",
-    "E8M0": "float8_e8m0fnu", "BF16": "bfloat16", "E3M2": "float6_e3m2fn", "E2M3": "float6_e2m3fn",
-    "E4M3FNUZ": "float8_e4m3fnuz", "E5M2FNUZ": "float8_e5m2fnuz",
-}
-
-
 class MlDtypesBackend(Backend):
+    """numpy `astype` to the ml_dtypes type named `fmt.dtype_name` (numpy's own float16)."""
+
     name = "ml_dtypes"
     convention = "ml_dtypes"
     nan_bits = "ml_dtypes"
-    supported = {k: ("float32",) for k in [*_ML_DTYPES_NAMES, "FP16"]}
     unsupported = {"FP32": "the source dtype itself", "INT8": "numpy float→int truncates",
                    "INT4": "ml_dtypes int4 truncates and wraps"}
+    supported = {f.name: ("float32",) for f in FLOAT_FORMATS if f.name != "FP32"}
 
     def versions(self) -> dict[str, str]:
         import ml_dtypes
@@ -114,11 +109,11 @@ class MlDtypesBackend(Backend):
         return {"ml_dtypes": ml_dtypes.__version__, "numpy": np.__version__}
 
     def _dtype(self, f: Format) -> Any:
-        if f.name == "FP16":
-            return np.float16
+        if hasattr(np, f.dtype_name):  # float16: numpy's own type
+            return getattr(np, f.dtype_name)
         import ml_dtypes
 
-        return getattr(ml_dtypes, _ML_DTYPES_NAMES[f.name])
+        return getattr(ml_dtypes, f.dtype_name)
 
     def encode(self, x: np.ndarray, fmt: str | Format, *, source_dtype: str = "float32",
                encode_scale: float = 1.0) -> tuple[np.ndarray, float | None]:
@@ -138,17 +133,13 @@ class MlDtypesBackend(Backend):
 # torch (CPU eager, CUDA eager)
 # ------------------------------------------------------------------------------------------------
 
-_TORCH_NAMES = {
-    "E4M3FN": "float8_e4m3fn", "E5M2": "float8_e5m2", "E8M0": "float8_e8m0fnu",
-    "BF16": "bfloat16", "FP16": "float16", "E4M3FNUZ": "float8_e4m3fnuz",
-    "E5M2FNUZ": "float8_e5m2fnuz",
-}
-
-
 class TorchBackend(Backend):
+    """`.to(getattr(torch, fmt.dtype_name))` on CPU or CUDA tensors."""
+
     convention = "torch"
     nan_bits = "torch"
-    supported = {k: ("float32",) for k in _TORCH_NAMES}
+    supported = {k: ("float32",) for k in ("E4M3FN", "E5M2", "E8M0", "BF16", "FP16", "E4M3FNUZ",
+                                            "E5M2FNUZ")}
     unsupported = {
         "E2M1": "torch has no element cast to FP4 (float4_e2m1fn_x2 is a packed storage type)",
         "E3M2": "torch has no FP6 dtype", "E2M3": "torch has no FP6 dtype",
@@ -179,7 +170,7 @@ class TorchBackend(Backend):
 
         f = self.check_format(fmt, source_dtype)
         y = np.ascontiguousarray(_apply_encode_scale(x, encode_scale).reshape(-1))
-        t = torch.from_numpy(y).to(self.device).to(getattr(torch, _TORCH_NAMES[f.name]))
+        t = torch.from_numpy(y).to(self.device).to(getattr(torch, f.dtype_name))
         view = torch.uint8 if f.bits <= 8 else torch.int16
         codes = t.view(view).cpu().numpy().view(_code_dtype(f))
         return codes.reshape(np.shape(x)).copy(), None
@@ -193,7 +184,7 @@ class TorchBackend(Backend):
             t = torch.from_numpy(c)
         else:
             t = torch.from_numpy(c.view(np.int16))
-        vals = t.to(self.device).view(getattr(torch, _TORCH_NAMES[f.name])).to(torch.float32)
+        vals = t.to(self.device).view(getattr(torch, f.dtype_name)).to(torch.float32)
         return vals.cpu().numpy().reshape(np.shape(codes))
 
 

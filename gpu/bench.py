@@ -11,12 +11,13 @@ always measured). Without CUDA it returns {'skipped': reason}.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from typing import Any, Callable
 
 import torch
+
+from lowprec import strictjson
 
 
 def _time_ms(fn: Callable[[], Any]) -> float:
@@ -131,8 +132,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def save(res: dict[str, Any]) -> None:
         if args.json:
-            with open(args.json, "w", encoding="utf-8") as fh:
-                json.dump(res, fh, indent=1)
+            strictjson.write(res, args.json)
 
     res = run(quick=args.quick, budget_s=args.budget_s, save=save)
     save(res)

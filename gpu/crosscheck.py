@@ -4,27 +4,22 @@
 overflow and subnormal edges, specials, seeded random values) through the backend and through
 `formats.encode` with `formats.policy_for(backend.convention, fmt)`, compares codes as unsigned
 integers, decodes every code both ways (float32 bits; NaN bit patterns per the backend's
-`nan_bits`, or NaN-ness alone where the backend's NaN bits are unspecified), and returns a JSON-ready
-report (schema `SCHEMA`): backend, versions, date, and per check the vectors tried, mismatches, up to
-`MAX_EXAMPLES` examples, and every backend result code compactly (`pack_codes`: zlib + base64 of
-the little-endian code bytes, uint16 split into byte planes first) with the vector generator's
-parameters and the sha256 of the float32 input bits, so `replay_report` can re-run the current
-model against recorded hardware output with no hardware. Scaled casts use
-`codes = encode(fp32(x · encode_scale))`. Also here: the float64 reference and the stated error
-bound of an FP8 GEMM with FP32 accumulation (`reference_gemm`, `gemm_error_bound`).
+`nan_bits`, or NaN-ness alone where the backend's NaN bits are unspecified), and returns a report
+(schema `gpu.report_schema.SCHEMA`) that stores every backend result compactly
+(`gpu.evidence.pack_codes`) with the fingerprint of its inputs, so `replay_problems` can re-run the
+current model against recorded hardware output with no hardware. Scaled casts use
+`codes = encode(fp32(x · encode_scale))`.
+
+This module is the one door to reports: they are written (`write_report`, strict JSON through
+`lowprec.strictjson`), read and validated (`load_report`), listed (`committed_reports`, the files
+under `REPORT_DIR` = `gpu/reports/`) and summarised (`report_summary`, `report_rows`) here, and
+nowhere else. The command line is `lowprec crosscheck`.
 """
 
 from __future__ import annotations
 
-import argparse
-import base64
 import datetime as _dt
-import hashlib
-import json
-import math
 import platform
-import sys
-import zlib
 from functools import partial
 from importlib import metadata
 from pathlib import Path
@@ -32,82 +27,28 @@ from typing import Any, Callable
 
 import numpy as np
 
+from lowprec import strictjson
 from lowprec.formats import decode, encode, get_format, policy_for
 
-from . import vectors
 from .backends import Backend, get_backend
+from .evidence import hex32, inputs_sha256, pack_codes, unpack_codes, vector_inputs
+from .report_schema import CONVENTION_LIBRARY, MAX_EXAMPLES, SCHEMA, validate_report
 
-SCHEMA = "lowprec.crosscheck/1"
-MAX_EXAMPLES = 50
+__all__ = [
+    "KERNEL_ENCODE_SCALES", "MAX_EXAMPLES", "REPORT_DIR", "REPORT_N_RANDOM", "REPORT_ROW_KEYS", "SCHEMA",
+    "check_writable", "committed_reports", "decode_check", "encode_check", "inputs_sha256",
+    "load_report", "model_codes", "pack_codes", "replay_check", "replay_problems", "report_rows",
+    "report_summary", "run_crosscheck", "summary_lines", "unpack_codes", "validate_report",
+    "vector_inputs", "write_report",
+]
+
 REPORT_DIR = Path(__file__).resolve().parent / "reports"
 #: random vectors per format in the committed reports (the structured vectors are always complete)
 REPORT_N_RANDOM = 50_000
 #: scaled-cast cases tried on kernels that multiply by an encode scale before the cast
 KERNEL_ENCODE_SCALES = (1.0, float(np.float32(448.0 / 300.0)))
-#: significand bits assumed for the in-chunk accumulation of Hopper FP8 tensor-core dots: the
-#: DeepSeek-V3 technical report (arXiv:2412.19437, §3.3.2) measures about 14 bits retained on H800;
-#: truncation with 14 bits has unit roundoff 2^-13
-GPU_FP8_ACC_BITS = 13
 
 Progress = Callable[[int, int], None]
-
-
-# ------------------------------------------------------------------------------------------------
-# compact code arrays and input fingerprints
-# ------------------------------------------------------------------------------------------------
-
-
-def pack_codes(codes: np.ndarray) -> dict[str, Any]:
-    """{'dtype', 'count', 'encoding', 'data'}: zlib-compressed little-endian bytes, base64.
-
-    uint16 codes are stored as two byte planes (all low bytes, then all high bytes), which
-    compresses far better than interleaved bytes."""
-    arr = np.ascontiguousarray(np.asarray(codes).reshape(-1))
-    if arr.dtype == np.uint8:
-        raw = arr.tobytes()
-    elif arr.dtype == np.uint16:
-        raw = arr.astype("<u2").view(np.uint8).reshape(-1, 2).T.copy().tobytes()
-    elif arr.dtype == np.uint32:
-        raw = arr.astype("<u4").view(np.uint8).reshape(-1, 4).T.copy().tobytes()
-    else:
-        raise TypeError(f"pack_codes takes uint8/uint16/uint32 codes, got {arr.dtype}")
-    return {"dtype": str(arr.dtype), "count": int(arr.size), "encoding": "zlib+base64,byte-planes",
-            "data": base64.b64encode(zlib.compress(raw, 9)).decode("ascii")}
-
-
-def unpack_codes(packed: dict[str, Any]) -> np.ndarray:
-    """Inverse of `pack_codes`."""
-    if packed.get("encoding") != "zlib+base64,byte-planes":
-        raise ValueError(f"unknown code encoding {packed.get('encoding')!r}; "
-                         "expected 'zlib+base64,byte-planes'")
-    width = {"uint8": 1, "uint16": 2, "uint32": 4}.get(str(packed.get("dtype")))
-    if width is None:
-        raise ValueError(f"unknown code dtype {packed.get('dtype')!r}; expected uint8/uint16/uint32")
-    raw = np.frombuffer(zlib.decompress(base64.b64decode(packed["data"])), np.uint8)
-    count = int(packed["count"])
-    if raw.size != count * width:
-        raise ValueError(f"packed codes hold {raw.size} bytes, expected {count} × {width}")
-    planes = raw.reshape(width, count).T.copy()
-    return planes.view(f"<u{width}").reshape(-1).astype(f"u{width}")
-
-
-def inputs_sha256(x: np.ndarray) -> str:
-    """sha256 of the float32 input bits (little-endian), the fingerprint a report is replayed on."""
-    return hashlib.sha256(np.ascontiguousarray(x, np.float32).astype("<f4").tobytes()).hexdigest()
-
-
-def vector_inputs(spec: dict[str, Any]) -> np.ndarray:
-    """Regenerate inputs from a report's vector spec {'generator', 'format', 'n_random', 'seed'}."""
-    gen = spec.get("generator")
-    if gen == "all_inputs":
-        return vectors.all_inputs(spec["format"], int(spec["n_random"]), int(spec["seed"]))
-    if gen == "bf16_inputs":
-        return vectors.bf16_inputs(spec["format"], int(spec["n_random"]), int(spec["seed"]))
-    raise ValueError(f"unknown vector generator {gen!r}; known: all_inputs, bf16_inputs")
-
-
-def _hex32(v: float | np.floating[Any]) -> str:
-    return f"0x{int(np.float32(v).view(np.uint32)):08x}"
 
 
 def _scaled(x: np.ndarray, encode_scale: float) -> np.ndarray:
@@ -139,13 +80,9 @@ def _versions(backend: Backend) -> dict[str, str]:
     return v
 
 
-#: convention → the library whose casts a report of that convention records
-_LIBRARY = {"ml_dtypes": "ml_dtypes", "torch": "torch", "triton_nvidia": "triton"}
-
-
 def _headline_version(backend: Backend) -> str:
     """One line naming the library that did the casts, e.g. 'ml_dtypes 0.6.0'."""
-    lib = _LIBRARY.get(backend.convention, "torch")
+    lib = CONVENTION_LIBRARY.get(backend.convention, "torch")
     v = backend.versions()
     line = f"{lib} {v.get(lib, '?')}"
     if "device_name" in v:
@@ -174,7 +111,7 @@ def encode_check(backend: Backend, fmt: str, *, source_dtype: str = "float32",
     want = model_codes(x, f.name, backend.convention, encode_scale)
     got = np.asarray(got).astype(want.dtype)
     bad = np.flatnonzero(got != want)
-    examples = [{"index": int(i), "input_bits": _hex32(x[i]), "input": float(x[i]).hex(),
+    examples = [{"index": int(i), "input_bits": hex32(x[i]), "input": float(x[i]).hex(),
                  "backend_code": int(got[i]), "model_code": int(want[i])}
                 for i in bad[:MAX_EXAMPLES]]
     check: dict[str, Any] = {
@@ -279,6 +216,11 @@ def run_crosscheck(backend_name: str, formats: list[str] | None = None, *,
     return report
 
 
+# ------------------------------------------------------------------------------------------------
+# reading and writing reports
+# ------------------------------------------------------------------------------------------------
+
+
 def check_writable(path: str | Path) -> Path:
     """`path` as a Path if a report can be written there (parents are created); ValueError if not."""
     p = Path(path)
@@ -293,18 +235,21 @@ def check_writable(path: str | Path) -> Path:
 
 
 def write_report(report: dict[str, Any], path: str | Path) -> Path:
+    """Validate `report` and write it as strict JSON to `path`."""
+    validate_report(report)
     p = check_writable(path)
     try:
-        p.write_text(json.dumps(report, indent=1, allow_nan=False) + "\n")
+        strictjson.write(report, p)
     except OSError as exc:
         raise ValueError(f"cannot write report {str(p)!r}: {exc.strerror}") from exc
     return p
 
 
 def load_report(path: str | Path) -> dict[str, Any]:
-    """A report read from `path` and validated; ValueError naming the file when it is not one."""
+    """A report read from `path` (strict JSON) and validated; ValueError naming the file when it is
+    not one."""
     try:
-        report = json.loads(Path(path).read_text(encoding="utf-8"))
+        report = strictjson.loads(Path(path).read_text(encoding="utf-8"))
     except OSError as exc:
         raise ValueError(f"cannot read report {str(path)!r}: {exc.strerror}") from exc
     except (ValueError, UnicodeDecodeError) as exc:
@@ -313,89 +258,55 @@ def load_report(path: str | Path) -> dict[str, Any]:
         validate_report(report)
     except ValueError as exc:
         raise ValueError(f"{str(path)!r} is not a valid cross-check report: {exc}") from exc
-    return report
+    return report  # type: ignore[no-any-return]
 
 
 def committed_reports() -> list[Path]:
+    """The report files under `REPORT_DIR` (gpu/reports/*.json), sorted by name."""
     return sorted(REPORT_DIR.glob("*.json"))
 
 
 def report_summary(report: dict[str, Any]) -> dict[str, Any]:
-    """The report without its packed code arrays: what a Conventions view shows (JSON-ready)."""
+    """The report without its packed code arrays (JSON-ready)."""
     drop = {"codes", "values"}
     out = {k: v for k, v in report.items() if k != "checks"}
     out["checks"] = [{k: v for k, v in c.items() if k not in drop} for c in report["checks"]]
     return out
 
 
+#: the columns of `report_rows`
+REPORT_ROW_KEYS = ("file", "backend", "convention", "version", "device", "date", "tried", "mismatches")
+
+
+def report_rows(format_name: str | None = None) -> list[dict[str, Any]]:
+    """One row per committed report that covers `format_name` (every report when None): file,
+    backend, convention, version, device, date, and the values tried and the mismatches summed over
+    that format's checks. A file that is not a valid report gives a row saying why (backend
+    'invalid report: …'), so a broken file shows instead of vanishing."""
+    want = get_format(format_name).name if format_name is not None else None
+    rows: list[dict[str, Any]] = []
+    for path in committed_reports():
+        try:
+            rep = load_report(path)
+        except ValueError as exc:
+            rows.append({**{k: "" for k in REPORT_ROW_KEYS}, "file": path.name,
+                         "backend": f"invalid report: {exc}"})
+            continue
+        checks = rep["checks"]
+        if want is not None:
+            if want not in rep["formats"]:
+                continue
+            checks = [c for c in checks if c["format"] == want]
+        rows.append({"file": path.name, "backend": rep["backend"], "convention": rep["convention"],
+                     "version": rep["version"], "device": rep["device"], "date": rep["date"][:19],
+                     "tried": sum(c["tried"] for c in checks),
+                     "mismatches": sum(c["mismatches"] for c in checks)})
+    return rows
+
+
 # ------------------------------------------------------------------------------------------------
-# schema and replay
+# replay and summary
 # ------------------------------------------------------------------------------------------------
-
-_TOP = {"schema": str, "backend": str, "convention": str, "device": str, "oracle": bool,
-        "date": str, "versions": dict, "version": str, "formats": list, "skipped": dict,
-        "total_tried": int, "total_mismatches": int, "mismatches": int, "ok": bool,
-        "checks": list}
-_ENCODE = {"kind": str, "format": str, "source_dtype": str, "encode_scale": float,
-           "convention": str, "policy": dict, "vectors": dict, "inputs_sha256": str, "tried": int,
-           "mismatches": int, "examples": list}
-_DECODE = {"kind": str, "format": str, "tried": int, "mismatches": int, "examples": list}
-
-
-def _require(obj: dict[str, Any], keys: dict[str, type], where: str) -> None:
-    for key, typ in keys.items():
-        if key not in obj:
-            raise ValueError(f"{where}: missing key {key!r}")
-        val = obj[key]
-        ok = isinstance(val, (int, float)) and not isinstance(val, bool) if typ is float else (
-            isinstance(val, typ) and (typ is not int or not isinstance(val, bool)))
-        if not ok:
-            raise ValueError(f"{where}: {key!r} should be {typ.__name__}, got {type(val).__name__}")
-
-
-def validate_report(report: Any) -> None:
-    """Raise ValueError naming the first thing that does not fit schema `SCHEMA`."""
-    if not isinstance(report, dict):
-        raise ValueError(f"a report is a JSON object, got {type(report).__name__}")
-    _require(report, _TOP, "report")
-    if report["schema"] != SCHEMA:
-        raise ValueError(f"report schema {report['schema']!r} is not {SCHEMA!r}")
-    if report["convention"] not in ("ml_dtypes", "torch", "triton_nvidia", "ocp"):
-        raise ValueError(f"report convention {report['convention']!r} is unknown")
-    try:
-        _dt.datetime.fromisoformat(report["date"])
-    except ValueError as exc:
-        raise ValueError(f"report date {report['date']!r} is not an ISO 8601 date") from exc
-    need = [_LIBRARY[report["convention"]]] if report["convention"] in _LIBRARY else []
-    if report["device"] == "cuda":
-        need += ["device_name", "driver", "cuda"]
-    for key in need:
-        if not isinstance(report["versions"].get(key), str):
-            raise ValueError(f"report versions lack {key!r} (a {report['device']} report of "
-                             f"convention {report['convention']} records it)")
-    for i, check in enumerate(report["checks"]):
-        where = f"check {i}"
-        if not isinstance(check, dict) or check.get("kind") not in ("encode", "decode"):
-            raise ValueError(f"{where}: kind must be 'encode' or 'decode'")
-        _require(check, _ENCODE if check["kind"] == "encode" else _DECODE, where)
-        get_format(check["format"])
-        if len(check["examples"]) > MAX_EXAMPLES:
-            raise ValueError(f"{where}: {len(check['examples'])} examples, at most {MAX_EXAMPLES}")
-        if check["mismatches"] < len(check["examples"]) or check["mismatches"] > check["tried"]:
-            raise ValueError(f"{where}: mismatches={check['mismatches']} does not fit "
-                             f"{len(check['examples'])} examples of {check['tried']} tried")
-        stored = check.get("codes" if check["kind"] == "encode" else "values")
-        if stored is not None and int(stored.get("count", -1)) != check["tried"]:
-            raise ValueError(f"{where}: {stored.get('count')} stored results for "
-                             f"{check['tried']} tried")
-    if report["total_tried"] != sum(c["tried"] for c in report["checks"]):
-        raise ValueError("report: total_tried is not the sum over checks")
-    if report["total_mismatches"] != sum(c["mismatches"] for c in report["checks"]):
-        raise ValueError("report: total_mismatches is not the sum over checks")
-    if report["mismatches"] != report["total_mismatches"]:
-        raise ValueError("report: mismatches differs from total_mismatches")
-    if set(report["formats"]) != {c["format"] for c in report["checks"]}:
-        raise ValueError("report: formats does not list the formats of its checks")
 
 
 def replay_check(check: dict[str, Any]) -> dict[str, Any]:
@@ -414,7 +325,7 @@ def replay_check(check: dict[str, Any]) -> dict[str, Any]:
         want = model_codes(x, check["format"], check["convention"], check["encode_scale"])
         bad = np.flatnonzero(got.astype(want.dtype) != want)
         return {"inputs_match": True, "mismatches": int(bad.size),
-                "examples": [{"input_bits": _hex32(x[i]), "backend_code": int(got[i]),
+                "examples": [{"input_bits": hex32(x[i]), "backend_code": int(got[i]),
                               "model_code": int(want[i])} for i in bad[:MAX_EXAMPLES]]}
     if "values" not in check:
         raise ValueError(f"decode check for {check['format']} stores no values; cannot replay it")
@@ -454,51 +365,6 @@ def replay_problems(report: dict[str, Any]) -> list[str]:
     return problems
 
 
-# ------------------------------------------------------------------------------------------------
-# FP8 GEMM reference and error bound
-# ------------------------------------------------------------------------------------------------
-
-
-def reference_gemm(a_values: np.ndarray, b_values: np.ndarray, a_decode_scale: np.ndarray,
-                   b_decode_scale: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(C, |A|·|B| · |sa sb|) in float64 from the exact dequantized operands (decoded fp8 values,
-    decode scales per tensor (1), per row of A (M) or per column of B (N))."""
-    a = np.asarray(a_values, np.float64)
-    b = np.asarray(b_values, np.float64)
-    sa = np.asarray(a_decode_scale, np.float64).reshape(-1, 1)
-    sb = np.asarray(b_decode_scale, np.float64).reshape(1, -1)
-    s = np.abs(sa * sb)
-    return (a @ b) * sa * sb, (np.abs(a) @ np.abs(b)) * s
-
-
-def gemm_error_bound(abs_product: np.ndarray, k: int, *, block_k: int, acc_bits: int = 24) -> np.ndarray:
-    """Bound on |C - C_ref| for `gpu.kernels.fp8_gemm` (Higham, Accuracy and Stability, §3.1).
-
-    Each fp8×fp8 product is exact in FP32. Within a chunk of `block_k` products the sum is formed
-    by the dot unit with a `acc_bits`-bit significand (unit roundoff u1 = 2^-acc_bits when
-    rounding; a truncating unit is covered by passing one bit fewer), in any order: error ≤
-    γ(block_k - 1, u1) Σ|p|. The ceil(k / block_k) chunk sums are added in FP32 (u = 2^-24) and the
-    result is multiplied by the two decode scales: γ(ceil(k/block_k) + 2, u). Altogether
-    |C - C_ref| ≤ [(1 + γ(block_k - 1, u1))(1 + γ(chunks + 2, u)) - 1] · (|A||B|)[m,n] · |sa sb|,
-    with γ(n, u) = n·u / (1 - n·u). The float64 reference is exact for E4M3 operands and off by
-    at most k·2^-53 relative otherwise (added). FP32 underflow is not covered: keep
-    |C| ≥ 2^-100 · |A||B| in tests.
-    """
-    def gamma(n: int, u: float) -> float:
-        return n * u / (1 - n * u)
-
-    u = 2.0**-24
-    u1 = 2.0**-acc_bits
-    chunks = math.ceil(k / block_k)
-    rel = (1 + gamma(max(block_k - 1, 0), u1)) * (1 + gamma(chunks + 2, u)) - 1 + k * 2.0**-53
-    return rel * np.asarray(abs_product, np.float64)
-
-
-# ------------------------------------------------------------------------------------------------
-# python -m lowprec.gpu.crosscheck
-# ------------------------------------------------------------------------------------------------
-
-
 def summary_lines(report: dict[str, Any]) -> list[str]:
     if not report["oracle"]:
         verdict = "not an oracle: its mismatches are a documented deviation, listed below"
@@ -520,30 +386,3 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
     if report.get("deviation_note"):
         lines.append(f"  documented deviation: {report['deviation_note']}")
     return lines
-
-
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m lowprec.gpu.crosscheck",
-                                description="Cross-check a backend against its format convention.")
-    p.add_argument("--backend", required=True, help="ml_dtypes, torch, torch-cuda, triton, "
-                   "triton-interpret")
-    p.add_argument("--formats", nargs="*", default=None, help="formats (default: all supported)")
-    p.add_argument("--json", default=None, help="write the report here")
-    p.add_argument("--n-random", type=int, default=REPORT_N_RANDOM)
-    p.add_argument("--seed", type=int, default=0)
-    args = p.parse_args(argv)
-    try:
-        if args.json:
-            check_writable(args.json)
-        report = run_crosscheck(args.backend, args.formats, n_random=args.n_random, seed=args.seed)
-        if args.json:
-            write_report(report, args.json)
-    except (ValueError, TypeError) as exc:
-        print(f"{p.prog}: error: {exc}", file=sys.stderr)
-        return 2
-    print("\n".join(summary_lines(report)))
-    return 0 if report["ok"] else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -13,7 +13,7 @@ or float32-subnormal amax gives E = 0, i.e. 2^-127), elements `fp8(x · 2^(127 -
 GEMM: `C = (Σ_k A[m,k]·B[k,n]) · a_decode_scale[m] · b_decode_scale[n]` with the scales per tensor
 (1 element) or per row of A / per column of B; products of fp8 operands are exact in FP32, the K-loop
 accumulates BLOCK_K products per `tl.dot` and promotes to an FP32 accumulator after each
-(`max_num_imprecise_acc=BLOCK_K`; see `gpu.crosscheck.gemm_error_bound` for the stated bound).
+(`max_num_imprecise_acc=BLOCK_K`; see `gpu.gemm_reference.gemm_error_bound` for the stated bound).
 
 `python -m lowprec.gpu.kernels OP IN.npz OUT.npz` runs one operation on CPU tensors; `gpu.backends` uses it
 with TRITON_INTERPRET=1 in a child process (the interpreter's fp8 casts are not an oracle).
@@ -30,10 +30,12 @@ import torch
 import triton
 import triton.language as tl
 
+from lowprec.formats import get_format
+
 INTERPRET = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
+#: Triton's name for each fp8 format the kernels cast to (the formats' other names: `dtype_name`)
 _FP8 = {"E4M3FN": tl.float8e4nv, "E5M2": tl.float8e5}
-_EMAX = {"E4M3FN": 8, "E5M2": 15}  # exponent of the largest normal: 448 = 1.75·2^8, 57344 = 1.75·2^15
 MX_BLOCK = 32
 
 
@@ -152,7 +154,7 @@ def mx_quantize(x: torch.Tensor, elem_fmt: str = "E4M3FN", *,
     if n_blocks:
         grid = (triton.cdiv(n_blocks, groups),)
         _mx_quantize_kernel[grid](xc, codes, scale_codes, n_blocks, OUT_DTYPE=out_dtype,
-                                  EMAX_ELEM=_EMAX[elem_fmt.upper()], GROUPS=groups,
+                                  EMAX_ELEM=get_format(elem_fmt).emax, GROUPS=groups,
                                   BLOCK=MX_BLOCK)
     return codes, scale_codes
 

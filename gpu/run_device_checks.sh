@@ -118,7 +118,7 @@ for spec in "${REPORTS[@]}"; do
     read -r backend cap extra <<< "$spec"
     # shellcheck disable=SC2086  # $extra is a list of options
     step "report $backend" "$cap" "$OUT_DIR/report_$backend.log" \
-        "$PY" -m gpu.crosscheck --backend "$backend" --json "$OUT_DIR/$backend.json" $extra
+        "$PY" -m lowprec.app.cli crosscheck --quiet --backend "$backend" --json "$OUT_DIR/$backend.json" $extra
 done
 
 if "$PY" -c "import pytest" 2>/dev/null; then
@@ -130,7 +130,7 @@ else
 fi
 
 step "benchmarks" 120 "$OUT_DIR/bench.log" \
-    "$PY" -m gpu.bench ${BENCH[@]+"${BENCH[@]}"} --budget-s 90 --json "$OUT_DIR/gpu_bench.json"
+    "$PY" -m lowprec.gpu.bench ${BENCH[@]+"${BENCH[@]}"} --budget-s 90 --json "$OUT_DIR/gpu_bench.json"
 
 echo "== summary ($OUT_DIR)"
 cat "$SUMMARY"

@@ -8,15 +8,25 @@ installed beneath this package (`lowprec.formats`, `lowprec.simulations`, `lowpr
 there, in an editable install, under mypy and in the built wheel (which copies the files).
 
 Importing `lowprec` imports nothing else: `import lowprec.formats` needs only numpy and ml_dtypes.
+`lowprec.__version__` is read from the installed distribution's metadata on first use (importing
+`importlib.metadata` costs tens of milliseconds that a command's start-up should not pay).
 """
 
 from __future__ import annotations
 
-from importlib import metadata as _metadata
-
-try:
-    __version__: str = _metadata.version("lowprec")
-except _metadata.PackageNotFoundError:  # a checkout that was never installed
-    __version__ = "0+unknown"
+from typing import Any
 
 __all__ = ["__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        from importlib import metadata
+
+        try:
+            version = metadata.version("lowprec")
+        except metadata.PackageNotFoundError:  # a checkout that was never installed
+            version = "0+unknown"
+        globals()["__version__"] = version
+        return version
+    raise AttributeError(f"module 'lowprec' has no attribute {name!r}")

@@ -1,4 +1,7 @@
-"""Oracles for the format tests: ml_dtypes 0.6 (numpy for FP16) and torch 2.13 CPU casts."""
+"""Oracles for the format tests: ml_dtypes 0.6 (numpy for FP16) and torch 2.13 CPU casts.
+
+The dtype of a format in each library is the attribute named by the format record's `dtype_name`
+(the one format ↔ dtype table); a wrong name there makes these oracles disagree with the model."""
 
 from __future__ import annotations
 
@@ -8,17 +11,18 @@ import ml_dtypes
 import numpy as np
 import torch
 
+from lowprec import formats as F
+
+#: format name → the ml_dtypes (numpy for FP16 and INT8) dtype of the same layout
 ML_DTYPES: dict[str, Any] = {
-    "E4M3FN": ml_dtypes.float8_e4m3fn, "E5M2": ml_dtypes.float8_e5m2,
-    "E2M1": ml_dtypes.float4_e2m1fn, "E8M0": ml_dtypes.float8_e8m0fnu,
-    "BF16": ml_dtypes.bfloat16, "FP16": np.float16, "E3M2": ml_dtypes.float6_e3m2fn,
-    "E2M3": ml_dtypes.float6_e2m3fn, "E4M3FNUZ": ml_dtypes.float8_e4m3fnuz,
-    "E5M2FNUZ": ml_dtypes.float8_e5m2fnuz, "INT8": np.int8, "INT4": ml_dtypes.int4,
+    f.name: getattr(np if hasattr(np, f.dtype_name) else ml_dtypes, f.dtype_name)
+    for f in F.ALL_FORMATS if f.name != "FP32"
 }
+#: format name → the torch dtype of the same layout, for every format torch 2.13 casts to on CPU
+#: (no FP4/FP6 element cast, no int4; float→int casts truncate)
 TORCH: dict[str, Any] = {
-    "E4M3FN": torch.float8_e4m3fn, "E5M2": torch.float8_e5m2, "E8M0": torch.float8_e8m0fnu,
-    "BF16": torch.bfloat16, "FP16": torch.float16, "E4M3FNUZ": torch.float8_e4m3fnuz,
-    "E5M2FNUZ": torch.float8_e5m2fnuz,
+    f.name: getattr(torch, f.dtype_name) for f in F.FLOAT_FORMATS
+    if f.name != "FP32" and f.bits >= 8 and hasattr(torch, f.dtype_name)
 }
 _UINT = {1: np.uint8, 2: np.uint16}
 

@@ -1,4 +1,5 @@
-"""BinExplorer and Conventions widgets, and the bin-explorer computations behind them.
+"""BinExplorer and Conventions widgets, and the bin-explorer computations behind them
+(`formats.explain`).
 
 Oracles: ml_dtypes and torch casts (codes compared as unsigned integer views), `formats.encode`
 probed just inside and outside every rounding-bin edge (the bins are computed separately, from the
@@ -18,18 +19,10 @@ import torch
 
 from lowprec import formats
 from lowprec.formats import parse_value
-from lowprec.app.plots.bins import (
-    EXPLORER_FORMATS,
-    bins_sources,
-    explain_value,
-    window_bins,
-)
+from lowprec.app.plots.bins import bins_sources
 from lowprec.app.plots.conventions import conventions_sources
-
-ML = {"E4M3FN": ml_dtypes.float8_e4m3fn, "E5M2": ml_dtypes.float8_e5m2, "BF16": ml_dtypes.bfloat16,
-      "FP16": np.float16, "E2M1": ml_dtypes.float4_e2m1fn, "E3M2": ml_dtypes.float6_e3m2fn,
-      "E2M3": ml_dtypes.float6_e2m3fn, "E8M0": ml_dtypes.float8_e8m0fnu,
-      "E4M3FNUZ": ml_dtypes.float8_e4m3fnuz, "E5M2FNUZ": ml_dtypes.float8_e5m2fnuz}
+from lowprec.formats.explain import BIN_VIEW_FORMATS, explain_value, window_bins
+from tests.backends import ML_DTYPES as ML
 
 
 def ml_code(x: float, name: str) -> int:
@@ -92,10 +85,10 @@ def test_e8m0_ties_follow_the_convention() -> None:
     assert explain_value("3", "E8M0", "ml_dtypes", rounding="").main.code == ml_code(3.0, "E8M0") == 0x81
     assert explain_value("3", "E8M0", "ml_dtypes", rounding="nearest_even").main.code == 0x80
     assert explain_value("3", "E8M0", "ml_dtypes", rounding="toward_zero").main.code == 0x80
-    own = explain_value("3", "E8M0", "ml_dtypes", rounding="nearest_even").bin_of_code
-    assert own["hi"] == 3.0 and own["hi_closed"]
-    away = explain_value("3", "E8M0", "ml_dtypes", rounding="").bin_of_code
-    assert away["lo"] == 3.0 and away["lo_closed"]
+    own = explain_value("3", "E8M0", "ml_dtypes", rounding="nearest_even").main.rounding_bin
+    assert own is not None and own.hi == 3.0 and own.hi_closed
+    away = explain_value("3", "E8M0", "ml_dtypes", rounding="").main.rounding_bin
+    assert away is not None and away.lo == 3.0 and away.lo_closed
 
 
 def test_decode_scale_moves_the_grid() -> None:
@@ -218,9 +211,15 @@ def test_gap_plot_follows_binades(name: str) -> None:
         assert lg == expected, (name, v)
 
 
-def test_view_to_dict_is_json() -> None:
+def test_view_is_strict_json() -> None:
+    from lowprec import strictjson
+
     for text in ("3.3", "nan", "465", "-0", "inf"):
-        json.dumps(explain_value(text, "E4M3FN").to_dict(), allow_nan=False)
+        d = strictjson.loads(strictjson.dumps(explain_value(text, "E4M3FN")))
+        assert d["main"]["input"] == text
+    # E4M3FN has no Inf: under ml_dtypes inf → NaN (0x7F), and NaN has no error
+    d = strictjson.loads(strictjson.dumps(explain_value("inf", "E4M3FN")))
+    assert d["main"]["value"] == "nan" and d["main"]["rel_error"] == "nan" and d["x"] == "inf"
 
 
 def test_refused_inputs_raise_value_error() -> None:
@@ -244,7 +243,7 @@ def test_bin_explorer_defaults_and_every_option() -> None:
 
     w = BinExplorer()
     assert w.view.main.code == ml_code(3.3, "E4M3FN")
-    for name in EXPLORER_FORMATS:
+    for name in BIN_VIEW_FORMATS:
         w.format = name
         assert w.error == "" and w.view.main.format == name
         assert len(w._bit_toggles) == formats.get_format(name).bits
@@ -367,46 +366,48 @@ def test_conventions_every_format_builds() -> None:
 
 
 def test_conventions_widget_reads_the_crosscheck_reports(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The widget lists every JSON report under gpu/reports that covers its format, with the values
-    tried and the mismatches summed from that format's checks (sums written here from the JSON)."""
+    """The widget lists every report (read through `gpu.crosscheck`, the one reader) that covers
+    its format, with the values tried and the mismatches summed over that format's checks; a file
+    that is not a valid report is listed as such. The sums are written here from the JSON."""
+    import copy
     import json
 
-    import lowprec.app.plots.conventions as conv
     from lowprec.app.widgets import Conventions
+    from lowprec.gpu import crosscheck
 
-    report = {"schema": "lowprec.crosscheck/1", "backend": "triton", "convention": "triton_nvidia",
-              "version": "triton 9.9", "device": "H200", "date": "2026-01-02T03:04:05+00:00",
-              "formats": ["E4M3FN", "E5M2"],
-              "checks": [{"format": "E4M3FN", "tried": 10, "mismatches": 1},
-                         {"format": "E4M3FN", "tried": 5, "mismatches": 0},
-                         {"format": "E5M2", "tried": 7, "mismatches": 3}]}
-    (tmp_path / "triton.json").write_text(json.dumps(report), encoding="utf-8")
-    (tmp_path / "other.json").write_text(json.dumps({**report, "formats": ["E2M1"], "checks": []}),
-                                         encoding="utf-8")
-    monkeypatch.setattr(conv, "REPORTS_DIR", tmp_path)
+    base = crosscheck.load_report(crosscheck.REPORT_DIR / "torch.json")
+    report = copy.deepcopy(base)
+    checks = [c for c in report["checks"] if c["format"] in ("E4M3FN", "E5M2")]
+    e4_tried = sum(c["tried"] for c in checks if c["format"] == "E4M3FN")
+    checks[0]["mismatches"] = 1  # an E4M3FN check, recorded with one mismatch
+    assert checks[0]["format"] == "E4M3FN"
+    report.update(checks=checks, formats=["E4M3FN", "E5M2"], device="H200-test",
+                  total_tried=sum(c["tried"] for c in checks), mismatches=1, total_mismatches=1)
+    crosscheck.validate_report(report)
+    (tmp_path / "a.json").write_text(json.dumps(report), encoding="utf-8")
+    (tmp_path / "broken.json").write_text('{"schema": "lowprec.crosscheck/1"}', encoding="utf-8")
+    monkeypatch.setattr(crosscheck, "REPORT_DIR", tmp_path)
     w = Conventions(format="E4M3FN")
     rows = w.sources["reports"].data
-    assert rows["file"] == ["triton.json"]
-    assert (rows["device"], rows["tried"], rows["mismatches"]) == (["H200"], ["15"], ["1"])
-    w.format = "E5M2"
-    rows = w.sources["reports"].data
-    assert (rows["tried"], rows["mismatches"]) == (["7"], ["3"])
-    w.format = "BF16"  # covered by neither report
-    assert w.sources["reports"].data["file"] == []
+    assert rows["file"] == ["a.json", "broken.json"]
+    assert (rows["device"][0], rows["tried"][0], rows["mismatches"][0]) == ("H200-test", str(e4_tried), "1")
+    assert rows["backend"][1].startswith("invalid report:") and "missing key" in rows["backend"][1]
+    w.format = "BF16"  # covered by neither valid report
+    assert w.sources["reports"].data["file"] == ["broken.json"]
 
 
 def test_conventions_widget_lists_the_committed_reports() -> None:
     import json
 
-    from lowprec.app.plots.conventions import REPORTS_DIR
     from lowprec.app.widgets import Conventions
+    from lowprec.gpu import crosscheck
 
     expected = []
-    for path in sorted(REPORTS_DIR.glob("*.json")):
+    for path in sorted(crosscheck.REPORT_DIR.glob("*.json")):
         rep = json.loads(path.read_text(encoding="utf-8"))
-        if "E4M3FN" in {str(f).upper() for f in rep.get("formats", [])}:
+        if "E4M3FN" in rep["formats"]:
             expected.append(path.name)
-    assert Conventions(format="E4M3FN").sources["reports"].data["file"] == expected
+    assert expected and Conventions(format="E4M3FN").sources["reports"].data["file"] == expected
 
 
 def test_bin_explorer_legends_name_the_formats() -> None:

@@ -90,7 +90,7 @@ def test_output_into_a_closed_pipe_is_quiet(tmp_path: "object") -> None:
     import subprocess
     import sys
 
-    cmd = f"{sys.executable} -m app.cli formats table BF16 | head -1"
+    cmd = f"{sys.executable} -m lowprec.app.cli formats table BF16 | head -1"
     res = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=120)
     assert "Traceback" not in res.stderr and "BrokenPipe" not in res.stderr
     assert res.stdout.split()[0] == "code"

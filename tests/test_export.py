@@ -75,7 +75,7 @@ def test_cli_index_alias(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    api = pytest.importorskip("playwright.sync_api")
+    import playwright.sync_api as api
     if not os.path.exists(CHROMIUM):
         pytest.skip(f"{CHROMIUM} is not installed")
     with api.sync_playwright() as p:

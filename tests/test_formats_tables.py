@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import ml_dtypes
 import numpy as np
 import pytest
 
 from lowprec import formats as F
+from tests.backends import ML_DTYPES
 
 
 @pytest.mark.parametrize("fmt", [F.E4M3FN, F.E5M2, F.E2M1, F.E3M2, F.E8M0, F.BF16], ids=lambda f: f.name)
@@ -18,8 +18,7 @@ def test_code_table_fields_and_gaps(fmt: F.FloatFormat) -> None:
     finite = np.isfinite(t.value)
     grid = np.unique(t.value[finite])
     # gap to the next value = ml_dtypes' nextafter within its own grid, for finite codes below max
-    dt = {"E4M3FN": ml_dtypes.float8_e4m3fn, "E5M2": ml_dtypes.float8_e5m2, "E2M1": ml_dtypes.float4_e2m1fn,
-          "E3M2": ml_dtypes.float6_e3m2fn, "E8M0": ml_dtypes.float8_e8m0fnu, "BF16": ml_dtypes.bfloat16}[fmt.name]
+    dt = ML_DTYPES[fmt.name]
     # oracle: ml_dtypes' decoding of every code, sorted; the gap is the distance to the next one
     uint = np.uint16 if fmt.bits > 8 else np.uint8
     md_vals = np.arange(fmt.n_codes).astype(uint).view(dt).astype(np.float64)

@@ -4,7 +4,7 @@ process with TRITON_INTERPRET=1), and the compiled path against the model bit fo
 
 Oracles written here: the OCP MX floor rule with numpy's frexp, casts through torch's own float8
 dtypes after clipping (saturation), decoding through `formats.decode`, float64 GEMMs of the
-decoded operands with the error bound of `gpu.crosscheck.gemm_error_bound`. The interpreter's
+decoded operands with the error bound of `gpu.gemm_reference.gemm_error_bound`. The interpreter's
 fp8 casts are known to be wrong (`gpu.backends.INTERPRETER_DEVIATION`): where it is used on values
 that need rounding, its mismatches are printed and counted, never asserted to be zero or used as
 an oracle.
@@ -29,6 +29,7 @@ import torch
 from lowprec.formats import decode, encode, get_format, policy_for
 from lowprec.gpu import crosscheck
 from lowprec.gpu.backends import INTERPRETER_DEVIATION, get_backend
+from lowprec.gpu.gemm_reference import GPU_FP8_ACC_BITS, gemm_error_bound, reference_gemm
 
 DEVICE_SCRIPT = Path(__file__).resolve().parents[1] / "gpu" / "run_device_checks.sh"
 
@@ -40,8 +41,8 @@ needs_cuda = pytest.mark.skipif(not (HAS_CUDA and HAS_TRITON),
                                 reason="needs CUDA and triton (torch.cuda.is_available() is False "
                                 "or triton is missing): compiled Triton kernels not run")
 
-FP8 = {"E4M3FN": torch.float8_e4m3fn, "E5M2": torch.float8_e5m2}
-EMAX = {"E4M3FN": 8, "E5M2": 15}
+#: the fp8 formats the kernels cast to, as torch dtypes (named by the format records)
+FP8 = {name: getattr(torch, get_format(name).dtype_name) for name in ("E4M3FN", "E5M2")}
 
 
 def _fp8_codes_saturating(x: np.ndarray, fmt: str) -> np.ndarray:
@@ -64,7 +65,7 @@ def _mx_oracle(x: np.ndarray, fmt: str) -> tuple[np.ndarray, np.ndarray]:
     blocks = np.asarray(x, np.float64).reshape(*x.shape[:-1], -1, 32)
     amax = np.abs(blocks).max(axis=-1)
     _, e = np.frexp(amax)  # amax = m · 2^e with m in [0.5, 1): floor(log2 amax) = e - 1
-    code = np.where(amax > 0, np.clip(e - 1 - EMAX[fmt] + 127, 0, 254), 0).astype(np.int64)
+    code = np.where(amax > 0, np.clip(e - 1 - get_format(fmt).emax + 127, 0, 254), 0).astype(np.int64)
     scaled = np.ldexp(blocks, (127 - code)[..., None])
     elems = _fp8_codes_saturating(scaled.reshape(-1), fmt).reshape(x.shape)
     return elems, code.astype(np.uint8)
@@ -210,14 +211,8 @@ def test_interpreter_mx_block_quantization(interp: dict[str, dict[str, np.ndarra
 
 def _compare_with_blocks_simulation(x: np.ndarray, scale_codes: np.ndarray, codes: np.ndarray,
                                     want_elems: np.ndarray) -> None:
-    if importlib.util.find_spec("lowprec.simulations.blocks") is None:
-        print("lowprec.simulations.blocks is not present: MX kernel not compared with it")
-        return
     from lowprec.simulations import blocks
 
-    if not hasattr(blocks, "quantize_mx"):
-        print("lowprec.simulations.blocks has no quantize_mx yet: MX kernel not compared with it")
-        return
     sim = blocks.quantize_mx(x, "E4M3FN", block_size=32, scale_rule="floor", axis=-1)
     sim_scales = np.asarray(sim.scale_codes).reshape(scale_codes.shape)
     nonzero = np.abs(x).reshape(*x.shape[:-1], -1, 32).max(axis=-1) > 0
@@ -238,8 +233,8 @@ def test_interpreter_fp8_gemm_within_stated_bound(interp: dict[str, dict[str, np
     sa, sb = inp["a_decode_scale"], inp["b_decode_scale"]
     (M, K), N = a.shape, b.shape[1]
     c = interp[f"gemm{case}"]["c"]
-    ref, absprod = crosscheck.reference_gemm(_fp8_values(a, a_fmt), _fp8_values(b, b_fmt), sa, sb)
-    bound = crosscheck.gemm_error_bound(absprod, K, block_k=GEMM_CONFIG_INTERPRET[2], acc_bits=24)
+    ref, absprod = reference_gemm(_fp8_values(a, a_fmt), _fp8_values(b, b_fmt), sa, sb)
+    bound = gemm_error_bound(absprod, K, block_k=GEMM_CONFIG_INTERPRET[2], acc_bits=24)
     err = np.abs(c.astype(np.float64) - ref)
     assert c.dtype == np.float32 and c.shape == (M, N)
     assert (err <= bound).all(), float((err / bound).max())
@@ -255,19 +250,19 @@ def test_interpreter_fp8_gemm_within_stated_bound(interp: dict[str, dict[str, np
         except (RuntimeError, NotImplementedError) as exc:
             print(f"torch._scaled_mm not usable on CPU here: {exc}")
             return
-        both = crosscheck.gemm_error_bound(absprod[:32, :16], K, block_k=K, acc_bits=24)
+        both = gemm_error_bound(absprod[:32, :16], K, block_k=K, acc_bits=24)
         assert (np.abs(sm.numpy() - c[:32, :16]) <= bound[:32, :16] + both).all()
 
 
 def test_gemm_error_bound_formula() -> None:
     # γ(n, u) = n·u / (1 - n·u); with acc_bits = 24 and one chunk the bound is about (K+1)·2^-24
     k, bk = 64, 64
-    got = crosscheck.gemm_error_bound(np.array([1.0]), k, block_k=bk)[0]
+    got = gemm_error_bound(np.array([1.0]), k, block_k=bk)[0]
     u = 2.0**-24
     g1 = (bk - 1) * u / (1 - (bk - 1) * u)
     g2 = 3 * u / (1 - 3 * u)
     assert got == pytest.approx((1 + g1) * (1 + g2) - 1 + k * 2.0**-53, rel=1e-12)
-    coarse = crosscheck.gemm_error_bound(np.array([1.0]), 4096, block_k=128, acc_bits=13)[0]
+    coarse = gemm_error_bound(np.array([1.0]), 4096, block_k=128, acc_bits=13)[0]
     assert 127 * 2.0**-13 < coarse < 0.02
 
 
@@ -462,10 +457,10 @@ def test_gpu_fp8_gemm_within_stated_bound(a_fmt: str, b_fmt: str, per_row: bool)
     sb = np.exp2(rng.uniform(-3, 3, N if per_row else 1)).astype(np.float32)
     ta, tbt = torch.from_numpy(a).cuda(), torch.from_numpy(bt).cuda()
     c = kernels.fp8_gemm(ta, tbt.t(), torch.from_numpy(sa), torch.from_numpy(sb), a_fmt, b_fmt)
-    ref, absprod = crosscheck.reference_gemm(_fp8_values(a, a_fmt), _fp8_values(bt, b_fmt).T,
+    ref, absprod = reference_gemm(_fp8_values(a, a_fmt), _fp8_values(bt, b_fmt).T,
                                              sa, sb)
-    bound = crosscheck.gemm_error_bound(absprod, K, block_k=kernels.GEMM_CONFIG_CUDA[2],
-                                        acc_bits=crosscheck.GPU_FP8_ACC_BITS)
+    bound = gemm_error_bound(absprod, K, block_k=kernels.GEMM_CONFIG_CUDA[2],
+                                        acc_bits=GPU_FP8_ACC_BITS)
     err = np.abs(c.cpu().numpy().astype(np.float64) - ref)
     print(f"GPU GEMM {a_fmt}×{b_fmt} per_row={per_row}: max |err|/bound = "
           f"{float((err / bound).max()):.3g}")
@@ -481,5 +476,5 @@ def test_gpu_fp8_gemm_within_stated_bound(a_fmt: str, b_fmt: str, per_row: bool)
         print(f"torch._scaled_mm {a_fmt}×{b_fmt} not available here: {exc}")
         return
     # cuBLAS's own accumulation order is not documented: allow our bound on top of FP32's
-    fp32_bound = crosscheck.gemm_error_bound(absprod, K, block_k=K, acc_bits=24)
+    fp32_bound = gemm_error_bound(absprod, K, block_k=K, acc_bits=24)
     assert (np.abs(sm.cpu().numpy().astype(np.float64) - ref) <= fp32_bound + bound).all()

@@ -5,11 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
-nbformat = pytest.importorskip("nbformat")
-nbclient = pytest.importorskip("nbclient")
-pytest.importorskip("ipykernel")
+import nbclient
+import nbformat
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "content" / "notebook.ipynb"
 PANEL_MIMETYPE = "application/vnd.holoviews_exec.v0+json"

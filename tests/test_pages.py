@@ -111,7 +111,7 @@ def test_url_query_with_prefix_and_bad_value() -> None:
 
 
 def test_serve_command_options() -> None:
-    parser = build_parser()
+    parser = build_parser("serve")  # registers only the serve command
     args = parser.parse_args(["serve"])
     assert (args.port, args.address, args.show) == (5006, "127.0.0.1", True)
     args = parser.parse_args(["serve", "--no-show", "--port", "6123", "--address", "0.0.0.0"])

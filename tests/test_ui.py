@@ -28,7 +28,8 @@ pytestmark = pytest.mark.ui
 
 ROOT = Path(__file__).resolve().parents[1]
 
-playwright_api = pytest.importorskip("playwright.sync_api")
+import playwright.sync_api as playwright_api  # noqa: E402 - a test dependency (the test extra)
+
 if not os.path.exists(CHROMIUM):
     pytest.skip(f"{CHROMIUM} is not installed", allow_module_level=True)
 

@@ -1,20 +1,36 @@
-"""`lowprec bench [NAME ...] [--quick] [--json OUT]`: run benchmarks in `benchmarks/`."""
+"""`lowprec bench [NAME ...] [--quick] [--json OUT]`: run speed benchmarks.
+
+`BENCHMARKS` is the one table of benchmarks: name → module exposing `run(quick) -> dict` of named
+figures. Most live in `lowprec.benchmarks` (which imports nothing of the app); `app` is the app's
+own (`lowprec.app.bench`). A module is imported only when its benchmark runs. `--json` writes the
+figures as strict JSON (`lowprec.strictjson`; "-" for stdout).
+"""
 
 from __future__ import annotations
 
 import argparse
 import importlib
-import json
 from typing import Any
 
-from lowprec.benchmarks import BENCHMARKS
+from lowprec import strictjson
+
+BENCHMARKS: dict[str, str] = {
+    "formats": "lowprec.benchmarks.formats",
+    "blocks": "lowprec.benchmarks.blocks",
+    "attention": "lowprec.benchmarks.attention",
+    "recompute": "lowprec.benchmarks.recompute",
+    "cli": "lowprec.benchmarks.cli",
+    "gpu": "lowprec.benchmarks.gpu",
+    "app": "lowprec.app.bench",
+}
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("bench", help="run speed benchmarks (ratios against ml_dtypes/torch)")
-    p.add_argument("names", nargs="*", metavar="NAME", help=f"benchmarks to run: {', '.join(BENCHMARKS)} (default all)")
+    p = sub.add_parser("bench")
+    p.add_argument("names", nargs="*", metavar="NAME",
+                   help=f"benchmarks to run: {', '.join(BENCHMARKS)} (default: all)")
     p.add_argument("--quick", action="store_true", help="smaller sizes and fewer repeats")
-    p.add_argument("--json", metavar="OUT", help="write the figures as JSON")
+    p.add_argument("--json", metavar="OUT", help='write the figures as strict JSON ("-": stdout)')
     p.set_defaults(func=run)
 
 
@@ -23,21 +39,17 @@ def run(args: argparse.Namespace) -> int:
     unknown = [n for n in names if n not in BENCHMARKS]
     if unknown:
         raise ValueError(f"unknown benchmark {unknown[0]!r}; known: {', '.join(BENCHMARKS)}")
+    to_stdout = args.json == strictjson.STDOUT
     results: dict[str, Any] = {}
     for name in names:
-        try:
-            module = importlib.import_module(f"benchmarks.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"benchmarks.{name}":
-                print(f"[{name}] not available yet")
-                continue
-            raise
-        print(f"[{name}]", flush=True)
+        module = importlib.import_module(BENCHMARKS[name])
+        if not to_stdout:
+            print(f"[{name}]", flush=True)
         res = module.run(quick=args.quick)
         results[name] = res
-        for key, value in res.items():
-            print(f"  {key}: {value}")
+        if not to_stdout:
+            for key, value in res.items():
+                print(f"  {key}: {value}")
     if args.json:
-        with open(args.json, "w", encoding="utf-8") as fh:
-            json.dump(results, fh, indent=2, default=str)
+        strictjson.write(results, args.json)
     return 0

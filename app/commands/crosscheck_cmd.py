@@ -4,7 +4,8 @@ Runs the `gpu.vectors` inputs through a real backend (ml_dtypes, torch, torch-cu
 triton-interpret) and through the format model's convention for it (`gpu.crosscheck`), prints a
 summary and writes the report. Exit status 1 when an oracle backend disagrees with its convention
 (the Triton interpreter's mismatches are a documented deviation and never fail). `--replay` checks
-recorded reports against the current model instead (exit 1 on any contradiction).
+recorded reports against the current model instead (exit 1 on any contradiction). Reports are
+read and written by `gpu.crosscheck` only (strict JSON).
 """
 
 from __future__ import annotations
@@ -12,21 +13,20 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from lowprec import strictjson
 from lowprec.app.commands.progress import ProgressBar
 from lowprec.gpu import crosscheck
 from lowprec.gpu.backends import backend_names
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("crosscheck", help="check a real backend (ml_dtypes, torch, Triton) against "
-                       "the format model bit for bit")
-    p.add_argument("--backend", choices=backend_names(), help="backend to run")
+    p = sub.add_parser("crosscheck")
+    p.add_argument("--backend", choices=backend_names(), help="backend to run (required unless --replay)")
     p.add_argument("--formats", nargs="+", metavar="FMT", default=None,
                    help="formats to check (default: every format the backend casts to)")
-    p.add_argument("--json", metavar="OUT", help="write the report (JSON) here")
+    p.add_argument("--json", metavar="OUT", help='write the report (strict JSON) here ("-": stdout)')
     p.add_argument("--n-random", type=int, default=crosscheck.REPORT_N_RANDOM,
-                   help=f"seeded random vectors per format (default {crosscheck.REPORT_N_RANDOM}); "
-                   "the structured vectors are always complete")
+                   help="seeded random vectors per format (the structured vectors are always complete)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random vectors")
     p.add_argument("--replay", nargs="+", metavar="REPORT",
                    help="replay recorded reports against the current model instead of running")
@@ -49,7 +49,10 @@ def run(args: argparse.Namespace) -> int:
     if not args.backend:
         raise ValueError(f"--backend is required (one of {', '.join(backend_names())}) unless "
                          "--replay is given")
-    if args.json:
+    if args.n_random < 0:
+        raise ValueError(f"--n-random must be ≥ 0, got {args.n_random}")
+    to_stdout = args.json == strictjson.STDOUT
+    if args.json and not to_stdout:
         crosscheck.check_writable(args.json)  # before a long run, not after it
     bar = ProgressBar(f"crosscheck {args.backend}", quiet=args.quiet)
     try:
@@ -57,6 +60,9 @@ def run(args: argparse.Namespace) -> int:
                                            seed=args.seed, progress=bar)
     finally:
         bar.close()
+    if to_stdout:
+        strictjson.write(report, None)
+        return 0 if report["ok"] else 1
     if args.json:
         path = crosscheck.write_report(report, args.json)
         print(f"wrote {path}")

@@ -5,20 +5,20 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from lowprec.app.commands.progress import ProgressBar
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("export", help="write standalone HTML pages that work with no server and no internet")
+    p = sub.add_parser("export")
     p.add_argument("dir", metavar="DIR", help="output folder (created if missing)")
     p.add_argument("--pages", nargs="+", metavar="ROUTE",
-                   help="routes to export: '' or index (landing), lesson/<slug>, widget/<Name> (default all)")
+                   help="routes to export: '' or index (landing), lesson/<slug>, widget/<Name> (default: all)")
     p.add_argument("--list", action="store_true", help="list the routes and exit")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from lowprec.app.commands.progress import ProgressBar
     from lowprec.app.export import available_routes, export
 
     if args.list:

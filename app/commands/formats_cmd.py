@@ -1,13 +1,15 @@
-"""`lowprec formats [--json]` and `lowprec formats table FORMAT [--json]`."""
+"""`lowprec formats [--json]` and `lowprec formats table FORMAT [--json]`: the format registry and
+one format's code table, as text or strict JSON (`lowprec.strictjson`: non-finite values as
+"nan"/"inf"/"-inf")."""
 
 from __future__ import annotations
 
 import argparse
-import json
+import math
 from typing import Any
 
 from lowprec import formats as F
-from lowprec.formats.tables import _json_float
+from lowprec import strictjson
 
 
 def format_properties(fmt: F.Format) -> dict[str, Any]:
@@ -17,7 +19,7 @@ def format_properties(fmt: F.Format) -> dict[str, Any]:
         "max": fmt.max, "min": fmt.min, "smallest_normal": fmt.smallest_normal,
         "smallest_subnormal": fmt.smallest_subnormal, "eps": fmt.eps, "emax": fmt.emax,
         "emin": fmt.emin, "has_inf": fmt.has_inf, "has_nan": fmt.has_nan,
-        "description": fmt.description, "aliases": list(fmt.aliases),
+        "description": fmt.description, "dtype_name": fmt.dtype_name, "aliases": list(fmt.aliases),
     }
     if isinstance(fmt, F.FloatFormat):
         d.update(exponent_bits=fmt.exponent_bits, mantissa_bits=fmt.mantissa_bits, bias=fmt.bias,
@@ -26,10 +28,11 @@ def format_properties(fmt: F.Format) -> dict[str, Any]:
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("formats", help="list formats with their properties, or one format's code table")
-    p.add_argument("action", nargs="?", choices=["table"], help="'table FORMAT': every code of FORMAT")
+    p = sub.add_parser("formats")
+    p.add_argument("action", nargs="?", choices=["table"],
+                   help="'table FORMAT': every code of FORMAT (default: list every format)")
     p.add_argument("format", nargs="?", help="format name (with 'table')")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--json", action="store_true", help="print strict JSON instead of a table")
     p.set_defaults(func=run)
 
 
@@ -39,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError("'lowprec formats table' needs a FORMAT, e.g. E4M3FN")
         table = F.code_table(args.format)
         if args.json:
-            print(json.dumps(table.to_dict()))
+            strictjson.write(table.to_dict(), None, indent=None)
             return 0
         print(f"{'code':>6} {'hex':>6}  {'bits':<{table.bits + 2}} {'class':<9} {'value':>14} {'gap_next':>12}")
         for row in table.rows():
@@ -50,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"unexpected argument {args.format!r}; use 'lowprec formats table {args.format}'")
     props = [format_properties(f) for f in F.ALL_FORMATS]
     if args.json:
-        print(json.dumps(props, default=_json_float))
+        strictjson.write(props, None)
         return 0
     print(f"{'format':<9} {'bits':>4} {'max':>12} {'min normal':>12} {'min subnormal':>14} {'eps':>10}  description")
     for d in props:
@@ -59,5 +62,5 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _fmt(v: float | str) -> str:
-    return v if isinstance(v, str) else f"{v:.8g}"
+def _fmt(v: float) -> str:
+    return f"{v:.8g}" if math.isfinite(v) else F.power_of_two_text(v)

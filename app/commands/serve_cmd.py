@@ -7,16 +7,24 @@ from typing import Any
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("serve", help="serve the lessons and widgets locally (no internet needed)")
-    p.add_argument("--port", type=int, default=5006, help="port to listen on (default 5006)")
+    p = sub.add_parser("serve")
+    p.add_argument("--port", type=int, default=5006, help="port to listen on")
     p.add_argument("--address", default="127.0.0.1",
-                   help="address to bind (default 127.0.0.1: this machine only)")
+                   help="address to bind (127.0.0.1: this machine only)")
     p.add_argument("--show", action=argparse.BooleanOptionalAction, default=True,
-                   help="open a browser tab (default: --show)")
+                   help="open a browser tab")
+    p.add_argument("--list", action="store_true",
+                   help="list the pages (routes) the server would serve, then exit")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.list:
+        from lowprec.app.pages import page_titles
+
+        for route, title in page_titles().items():
+            print(f"/{route.strip('/')}\t{title}")
+        return 0
     from lowprec.app.server import serve
 
     if not 0 <= args.port <= 65535:

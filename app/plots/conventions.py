@@ -1,15 +1,13 @@
 """The backend-conventions table: what each named convention (ml_dtypes, torch, triton_nvidia,
 ocp) does at the edges of a format — the largest value, overflow, ±Inf, NaN, and for unsigned E8M0
 zero, negatives and the tie at 3 — computed by `formats.conventions_table` (the measured policies of
-`formats.conventions`), plus a summary of the GPU cross-check reports under `gpu/reports/` when
-there are any. Pure functions: rows → column dicts → Bokeh DataTables.
+`formats.conventions`), plus the cross-check reports that cover the format, as `gpu.crosscheck`
+(the one reader of reports) summarises them. Pure functions: rows → column dicts → Bokeh DataTables.
 """
 
 from __future__ import annotations
 
-import json
 import math
-from pathlib import Path
 from typing import Any
 
 from bokeh.models.widgets.tables import DataTable, TableColumn
@@ -20,7 +18,6 @@ from .style import power_of_two_text
 
 #: probe columns, in order; unsigned formats add the last three
 PROBES: tuple[str, ...] = ("max", "overflow (2·max)", "+Inf", "-Inf", "NaN", "0", "-1", "3 (tie)")
-REPORTS_DIR = crosscheck.REPORT_DIR
 
 
 def cell_text(cell: Any, bits: int) -> str:
@@ -64,35 +61,11 @@ def conventions_sources(fmt: str | formats.Format) -> dict[str, dict[str, list[A
     return {"table": table, "reports": reports_source(f.name)}
 
 
-def reports_source(format_name: str | None = None, root: Path | None = None) -> dict[str, list[Any]]:
-    """Summary of the cross-check reports (JSON under gpu/reports, schema lowprec.crosscheck/1):
-    one row per report that covers `format_name`, with the values it tried and the mismatches for
-    that format (summed over its checks). Unreadable files are listed with their error."""
-    keys = ("file", "backend", "convention", "version", "device", "date", "tried", "mismatches")
-    out: dict[str, list[Any]] = {k: [] for k in keys}
-    base = root if root is not None else REPORTS_DIR
-    for path in sorted(base.glob("*.json")) if base.is_dir() else []:
-        try:
-            rep = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            rep = {"backend": f"unreadable: {exc}"}
-        if not isinstance(rep, dict):
-            continue
-        checks = [c for c in rep.get("checks", []) if isinstance(c, dict)]
-        if format_name is not None:
-            covered = {str(f).upper() for f in rep.get("formats", [])}
-            if covered and format_name.upper() not in covered:
-                continue
-            checks = [c for c in checks if str(c.get("format", "")).upper() == format_name.upper()]
-        tried = sum(int(c.get("tried", 0)) for c in checks) if checks else rep.get("total_tried", "")
-        mism = (sum(int(c.get("mismatches", 0)) for c in checks) if checks
-                else rep.get("total_mismatches", rep.get("mismatches", "")))
-        row = {"file": path.name, "backend": rep.get("backend", ""), "convention": rep.get("convention", ""),
-               "version": rep.get("version", ""), "device": rep.get("device", ""),
-               "date": str(rep.get("date", ""))[:19], "tried": tried, "mismatches": mism}
-        for k in keys:
-            out[k].append(str(row[k]))
-    return out
+def reports_source(format_name: str | None = None) -> dict[str, list[Any]]:
+    """`gpu.crosscheck.report_rows` as text columns: one row per committed cross-check report that
+    covers `format_name` (values tried and mismatches for that format)."""
+    rows = crosscheck.report_rows(format_name)
+    return {k: [str(row[k]) for row in rows] for k in crosscheck.REPORT_ROW_KEYS}
 
 
 def conventions_table_figure(source: Any) -> DataTable:

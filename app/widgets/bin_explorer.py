@@ -1,9 +1,9 @@
 """BinExplorer: type a value, see its bits, its code, its error and its rounding bin in any format.
 
-The widget owns the controls and the update protocol only; the numbers come from
-`app.plots.bins.explain_value` (which casts with `formats` under a named convention, with
-rounding/overflow overrides, on the grid scaled by `decode_scale = amax / F`) and the figures from
-the pure builders there. Figures and `ColumnDataSource`s are built once; a parameter change pushes
+The widget owns the controls and the update protocol only; every number comes from
+`formats.explain_value` (the same explanation `lowprec cast` prints: a cast under a named
+convention with rounding/overflow overrides, on the grid scaled by `decode_scale = amax / F`) and
+the figures from the pure builders in `app.plots.bins`. Figures and `ColumnDataSource`s are built once; a parameter change pushes
 new columns. Each bit is a toggle button in the sign/exponent/mantissa colour: clicking it flips
 the bit and the value box shows the new code's value. Bad input (unparseable text, a value the
 policy refuses, a decode_scale out of range) shows an "Invalid …" alert next to the controls and
@@ -20,22 +20,22 @@ import param
 from bokeh.models import ColumnDataSource
 from panel.io import hold
 
+from lowprec import formats
 from lowprec.app.plots.bins import (
-    CONVENTION_NAMES,
-    EXPLORER_FORMATS,
     FIELD_COLORS,
-    OVERFLOWS,
-    ROUNDINGS,
-    BinView,
     bins_sources,
     code_table_figure,
-    code_value,
-    explain_value,
     gap_figure,
     label_legends,
     number_line_figure,
     summary_table,
 )
+from lowprec.formats import BinView, explain_value
+from lowprec.formats.explain import BIN_VIEW_FORMATS, code_value
+
+CONVENTION_NAMES: tuple[str, ...] = tuple(formats.CONVENTIONS)
+ROUNDINGS: tuple[str, ...] = tuple(r.value for r in formats.Rounding)
+OVERFLOWS: tuple[str, ...] = tuple(o.value for o in formats.Overflow)
 
 
 def value_text(v: float) -> str:
@@ -66,7 +66,7 @@ def tie_rule_text(rounding: str, format_name: str) -> str:
 class BinExplorer(pn.viewable.Viewer):
     """Where a value lands in a low-precision format: bits, code, error, rounding bin and gaps."""
 
-    format: param.Selector = param.Selector(default="E4M3FN", objects=list(EXPLORER_FORMATS),
+    format: param.Selector = param.Selector(default="E4M3FN", objects=list(BIN_VIEW_FORMATS),
                             doc="Format to cast to (every format up to 16 bits).")
     value = param.String(default="3.3", doc="Value to cast: 3.3, 1e-3, -0, inf, nan or a hex float 0x1.8p3.")
     convention: param.Selector = param.Selector(default="ml_dtypes", objects=list(CONVENTION_NAMES),
@@ -75,7 +75,7 @@ class BinExplorer(pn.viewable.Viewer):
                               doc="Rounding mode; '' keeps the convention's own.")
     overflow: param.Selector = param.Selector(default="", objects={"(convention's)": "", **{o: o for o in OVERFLOWS}},
                               doc="Overflow rule; '' keeps the convention's own (saturate or Inf/NaN).")
-    compare_format: param.Selector = param.Selector(default="E5M2", objects={"(none)": "", **{f: f for f in EXPLORER_FORMATS}},
+    compare_format: param.Selector = param.Selector(default="E5M2", objects={"(none)": "", **{f: f for f in BIN_VIEW_FORMATS}},
                                     doc="Second format shown side by side ('' for none).")
     decode_scale = param.Number(default=1.0, bounds=(2.0**-126, 2.0**126), inclusive_bounds=(True, True),
                                 doc="Grid = format values × decode_scale (= amax / F); x is encoded as x / decode_scale.")
@@ -151,11 +151,11 @@ class BinExplorer(pn.viewable.Viewer):
                 t.label = b
         finally:
             self._updating_bits = False
-        own = view.bin_of_code
+        own = main.rounding_bin
         interval = ""
-        if own:
-            interval = (f"{'[' if own['lo_closed'] else '('}{own['lo']:.8g}, {own['hi']:.8g}"
-                        f"{']' if own['hi_closed'] else ')'}")
+        if own is not None:
+            interval = (f"{'[' if own.lo_closed else '('}{own.lo:.8g}, {own.hi:.8g}"
+                        f"{']' if own.hi_closed else ')'}")
         colours = " ".join(f"<span style='color:{FIELD_COLORS[f]}'>■ {f}</span>"
                            for f in dict.fromkeys(main.fields))
         self._formula.object = (
@@ -164,8 +164,9 @@ class BinExplorer(pn.viewable.Viewer):
             + (f" × {view.decode_scale:g}" if view.decode_scale != 1 else "")
             + f" = {main.value:.8g}<br>error {main.error:.6g} (relative {main.rel_error:.3g})"
             + (f" · rounding bin {interval}" if interval else "")
-            + f"<br><small>policy: {main.policy['name'] or 'custom'} · rounding {main.policy['rounding']}"
-            f" · overflow {main.policy['overflow']} · {tie_rule_text(main.policy['rounding'], main.format)}"
+            + f"<br><small>policy: {main.policy.name} · rounding {main.policy.rounding.value}"
+            f" · overflow {main.policy.overflow.value} · "
+            f"{tie_rule_text(main.policy.rounding.value, main.format)}"
             "</small></div>"
         )
         self._note.object = view.note
@@ -179,7 +180,7 @@ class BinExplorer(pn.viewable.Viewer):
             self._table_note.object = f"The full code table is listed for formats up to 8 bits; {main.format} has {len(main.bits)}."
             self._table.visible = False
 
-    def _build_bit_toggles(self, fields: list[str]) -> None:
+    def _build_bit_toggles(self, fields: tuple[str, ...]) -> None:
         toggles = []
         for i, fl in enumerate(fields):
             colour = FIELD_COLORS[fl]

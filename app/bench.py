@@ -1,4 +1,6 @@
-"""App speed: server-side compute per widget update at default settings, and time to first page.
+"""App speed (`lowprec bench app`): server-side compute per widget update at default settings, and
+time to first page. It lives in `app` because it drives the app's own widgets; `lowprec.benchmarks`
+holds the benchmarks of the layers below and imports nothing of `app`.
 
 Budgets (issue 6): each widget's update ≤ 50 ms, the recompute widget's ≤ 1 s; the first page
 ready in the browser ≤ 3 s after the server is up. An update is `widget.update()` at the default
@@ -18,6 +20,8 @@ import sys
 import time
 import urllib.request
 from typing import Any
+
+from lowprec.extras import missing_dependency
 
 BUDGET_MS = {"RecomputeDivergence": 1000.0}
 DEFAULT_BUDGET_MS = 50.0
@@ -46,10 +50,10 @@ def _free_port() -> int:
 
 
 def _first_page_s(routes: list[str]) -> dict[str, float | str]:
-    try:
+    try:  # playwright is a test dependency, not one of lowprec's
         from playwright.sync_api import sync_playwright
-    except ImportError:
-        return {"first_page": "n/a (playwright missing)"}
+    except ModuleNotFoundError:
+        return {"first_page": "n/a (playwright is not installed: pip install 'lowprec[test]')"}
     if not os.path.exists(CHROMIUM):
         return {"first_page": f"n/a ({CHROMIUM} missing)"}
     port = _free_port()
@@ -100,8 +104,11 @@ def run(quick: bool = False) -> dict[str, float | str]:
         repeats = 3 if name == "RecomputeDivergence" or quick else 15
         try:
             ms = _time_updates(name, repeats)
-        except ImportError as exc:
-            results[f"update_ms[{name}]"] = f"n/a ({exc})"
+        except ModuleNotFoundError as exc:  # an optional dependency (torch), never our own module
+            message = missing_dependency(exc, name)
+            if message is None:
+                raise
+            results[f"update_ms[{name}]"] = f"n/a ({message})"
             continue
         budget = BUDGET_MS.get(name, DEFAULT_BUDGET_MS)
         results[f"update_ms[{name}]"] = round(ms, 2)

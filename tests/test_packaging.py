@@ -1,0 +1,194 @@
+"""The product as a user installs it (issue 11's acceptance): `pip wheel . --no-deps` on a clean copy
+of the sources gives a wheel whose only top-level package is `lowprec` and which holds every lesson;
+installed (not editable) into a fresh virtualenv and run from another folder, the installed copy —
+not the checkout — serves every lesson, `import app` fails, `import lowprec.formats` does not import
+torch, `lowprec cast --json` is strict JSON, and the installed package's import graph has no cycle
+and points down.
+
+The fresh virtualenv gets the wheel only (`pip install --no-deps`); the third-party dependencies are
+the ones already installed for the tests, reached through one `.pth` line naming their
+site-packages folder. Such a line puts the folder on sys.path after the virtualenv's own
+site-packages and does not run the `.pth` hooks inside it, so the editable install of the checkout
+that lives there is not activated: the test asserts `lowprec.__file__` lies in the virtualenv.
+Takes about a minute (marker `packaging`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import sysconfig
+import time
+import tomllib
+import urllib.request
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from lowprec import strictjson
+
+pytestmark = pytest.mark.packaging
+
+ROOT = Path(__file__).resolve().parents[1]
+LESSONS = sorted((ROOT / "content" / "lessons").glob("*.md"))
+TOP_LEVEL_FOLDERS = ("app", "formats", "simulations", "gpu", "benchmarks", "content")
+
+
+def _run(argv: list[str], *, cwd: Path, env: dict[str, str] | None = None,
+         timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    r = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout,
+                       check=False)
+    return r
+
+
+def _clean_copy(dst: Path) -> Path:
+    """The sources as a clone has them: no virtualenv, build output, caches or egg-info."""
+    ignore = shutil.ignore_patterns(".venv", ".git", "__pycache__", "*.egg-info", "build", "dist",
+                                    ".mypy_cache", ".pytest_cache", ".hypothesis", "out", "*.pyc")
+    shutil.copytree(ROOT, dst, symlinks=True, ignore=ignore)
+    return dst
+
+
+def _lesson_titles() -> dict[str, str]:
+    """slug → title, read from the lesson files' front matter (the checkout's content/)."""
+    titles = {}
+    for path in LESSONS:
+        m = re.search(r"^title:\s*(.+)$", path.read_text(encoding="utf-8"), re.MULTILINE)
+        assert m, path
+        slug = re.sub(r"^\d+-", "", path.stem)
+        titles[slug] = m.group(1).strip()
+    return titles
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    base = tmp_path_factory.mktemp("packaging")
+    src = _clean_copy(base / "src")
+    dist = base / "dist"
+    r = _run([sys.executable, "-m", "pip", "wheel", ".", "--no-deps", "--no-build-isolation",
+              "--no-index", "-q", "-w", str(dist)], cwd=src)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    wheels = list(dist.glob("lowprec-*.whl"))
+    assert len(wheels) == 1, wheels
+    venv = base / "venv"
+    r = _run([sys.executable, "-m", "venv", "--without-pip", str(venv)], cwd=base)
+    assert r.returncode == 0, r.stderr
+    py = venv / "bin" / "python"
+    r = _run([sys.executable, "-m", "pip", "--python", str(py), "install", "--no-deps",
+              "--no-index", "-q", str(wheels[0])], cwd=base)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    site = Path(_run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                     cwd=base).stdout.strip())
+    deps = os.path.realpath(sysconfig.get_paths()["purelib"])  # numpy, ml_dtypes, panel, torch …
+    (site / "zz_lowprec_test_dependencies.pth").write_text(deps + "\n", encoding="utf-8")
+    elsewhere = base / "elsewhere"
+    elsewhere.mkdir()
+    return {"wheel": wheels[0], "venv": venv, "python": py, "site": site, "cwd": elsewhere}
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
+    env["PYTHONNOUSERSITE"] = "1"
+    return env
+
+
+def _py(installed: dict[str, Path], code: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return _run([str(installed["python"]), "-c", code], cwd=installed["cwd"], env=_env(),
+                timeout=timeout)
+
+
+def test_wheel_holds_only_lowprec_and_every_lesson(installed: dict[str, Path]) -> None:
+    names = zipfile.ZipFile(installed["wheel"]).namelist()
+    top = {n.split("/")[0] for n in names}
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    assert top == {"lowprec", f"lowprec-{version}.dist-info"}
+    assert LESSONS
+    for lesson in LESSONS:
+        assert f"lowprec/content/lessons/{lesson.name}" in names
+    assert "lowprec/gpu/reports/ml_dtypes.json" in names and "lowprec/py.typed" in names
+    assert not any("/tests/" in n or n.endswith(".pyc") for n in names)
+
+
+def test_installed_copy_is_the_one_imported(installed: dict[str, Path]) -> None:
+    r = _py(installed, "import lowprec, lowprec.formats; print(lowprec.__file__); "
+                       "print(lowprec.formats.__file__); print(lowprec.__version__)")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.split()
+    for path in lines[:2]:
+        assert Path(path).resolve().is_relative_to(installed["site"].resolve()), path
+        assert not Path(path).resolve().is_relative_to(ROOT)
+    assert lines[2] == tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+
+
+@pytest.mark.parametrize("name", TOP_LEVEL_FOLDERS)
+def test_no_other_top_level_package(installed: dict[str, Path], name: str) -> None:
+    r = _py(installed, f"import {name}")
+    assert r.returncode != 0 and f"No module named '{name}'" in r.stderr
+
+
+def test_formats_import_without_torch(installed: dict[str, Path]) -> None:
+    r = _py(installed, "import lowprec.formats, sys; assert 'torch' not in sys.modules; print('ok')")
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+
+
+def test_console_script_cast_json(installed: dict[str, Path]) -> None:
+    r = _run([str(installed["venv"] / "bin" / "lowprec"), "cast", "E5M2", "--json", "--", "-70000"],
+             cwd=installed["cwd"], env=_env())
+    assert r.returncode == 0, r.stderr
+    assert strictjson.loads(r.stdout)[0]["value"] == "-inf"
+
+
+def test_serve_lists_every_lesson(installed: dict[str, Path]) -> None:
+    lowprec_bin = str(installed["venv"] / "bin" / "lowprec")
+    r = _run([lowprec_bin, "serve", "--list"], cwd=installed["cwd"], env=_env())
+    assert r.returncode == 0, r.stderr
+    titles = _lesson_titles()
+    for slug, title in titles.items():
+        assert f"\n/lesson/{slug}\t{title} · lowprec\n" in r.stdout
+    # and the running server serves each of them (the page title names the lesson)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([lowprec_bin, "serve", "--no-show", "--port", str(port)],
+                            cwd=installed["cwd"], env=_env(), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=30) as resp:
+                    assert resp.status == 200
+                break
+            except OSError:
+                err = proc.stderr.read() if proc.poll() is not None and proc.stderr else ""
+                assert proc.poll() is None and time.monotonic() < deadline, f"no server: {err}"
+                time.sleep(0.5)
+        for slug, title in titles.items():
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/lesson/{slug}", timeout=60) as resp:
+                html = resp.read().decode("utf-8")
+            assert resp.status == 200 and f"<title>{title} · lowprec</title>" in html, slug
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=15)
+        if proc.stderr:
+            proc.stderr.close()
+
+
+def test_installed_import_graph(installed: dict[str, Path]) -> None:
+    """The import graph of the installed package (files copied by the wheel, not the checkout's
+    links): no cycle beyond the allow-list, layers pointing down."""
+    from tests.test_import_graph import check_graph
+
+    pkg = installed["site"] / "lowprec"
+    assert not pkg.is_symlink() and not (pkg / "formats").is_symlink()
+    cycles, problems = check_graph(pkg)
+    assert cycles == [] and problems == []
