@@ -44,33 +44,11 @@ DEFAULT_ROOT = Path(str(resources.files("lowprec").joinpath("content", "lessons"
 
 ParamValue = Union[str, int, float, bool]
 
-# Parameters of the widgets that do not yet take them from a config record (transitional: every
-# widget moves to a record in `lowprec.app.widgets.WIDGETS`, and this table disappears).
-_UNRECORDED_PARAMS: dict[str, dict[str, ParamValue]] = {
-    "BinExplorer": {
-        "format": "E4M3FN",
-        "value": "3.3",
-        "convention": "ml_dtypes",
-        "rounding": "nearest_even",
-        "overflow": "",
-        "compare_format": "E5M2",
-        "decode_scale": 1.0,
-    },
-    "Conventions": {"format": "E4M3FN"},
-}
-
-
 def _widget_params() -> dict[str, dict[str, ParamValue]]:
     from lowprec.app.widgets import WIDGETS  # the registry: light, no Panel import
 
-    out: dict[str, dict[str, ParamValue]] = {}
-    for name, entry in WIDGETS.items():
-        record = entry.config_class()
-        if record is not None:
-            out[name] = {k.name: k.default for k in fields_of(record)}
-        else:
-            out[name] = _UNRECORDED_PARAMS[name]
-    return out
+    return {name: {k.name: k.default for k in fields_of(entry.config_class())}
+            for name, entry in WIDGETS.items()}
 
 
 # Widgets a lesson may place, with their parameters and default values (the default's type is the

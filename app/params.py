@@ -27,6 +27,8 @@ def knob_parameter(k: Knob) -> param.Parameter:
     label = k.label or k.name.replace("_", " ")
     common: dict[str, Any] = {"default": k.default, "doc": k.help, "label": label}
     if k.choices is not None:
+        if k.choice_labels is not None:
+            return param.Selector(objects=dict(zip(k.choice_labels, k.choices)), **common)
         return param.Selector(objects=list(k.choices), **common)
     if k.type is bool:
         return param.Boolean(**common)

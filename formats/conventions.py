@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from lowprec.config import config_record, knob
+
 from .policy import (
     CastPolicy,
     NanPayload,
@@ -97,6 +99,14 @@ def policy_for(convention: str, fmt: str | Format) -> CastPolicy:
     if not isinstance(f, FloatFormat):
         return CastPolicy(overflow=Overflow.SATURATE, name=conv)
     return _BUILDERS[conv](f)
+
+
+@config_record
+class ConventionsConfig:
+    """The conventions view's parameters: which float format's edge cases to tabulate."""
+
+    format: str = knob("E4M3FN", "float format whose edge cases are tabulated",
+                       choices=tuple(f.name for f in FLOAT_FORMATS))
 
 
 def conventions_table(formats: tuple[FloatFormat, ...] = FLOAT_FORMATS) -> list[dict[str, Any]]:

@@ -41,6 +41,8 @@ from typing import Any
 
 import numpy as np
 
+from lowprec.config import config_record, knob
+
 from .codec import decode, default_policy, encode
 from .conventions import CONVENTIONS, policy_for
 from .parse import parse_value
@@ -50,6 +52,7 @@ from .tables import CodeTable, RoundingBin, code_table, rounding_bin
 
 __all__ = [
     "BIN_VIEW_FORMATS",
+    "ExplainConfig",
     "BinView",
     "CastExplanation",
     "DEFAULT_POLICY_NAME",
@@ -68,6 +71,27 @@ __all__ = [
 
 #: formats the bin view covers: every registered format with a code table (FP32's 2^32 codes are not)
 BIN_VIEW_FORMATS: tuple[str, ...] = tuple(f.name for f in ALL_FORMATS if f.bits <= 16)
+
+
+@config_record
+class ExplainConfig:
+    """The bin explorer's parameters (its controls and lesson-directive parameters): one typed
+    value in one format, under a named convention with optional rounding/overflow overrides."""
+
+    format: str = knob("E4M3FN", "format to cast to (every format up to 16 bits)", choices=BIN_VIEW_FORMATS)
+    value: str = knob("3.3", "value to cast: 3.3, 1e-3, -0, inf, nan or a hex float 0x1.8p3")
+    convention: str = knob("ml_dtypes", "backend whose cast policy is used (edges: overflow, NaN, E8M0)",
+                           choices=tuple(CONVENTIONS))
+    rounding: str = knob("nearest_even", "rounding mode ('' keeps the convention's own)",
+                         choices=("",) + tuple(r.value for r in Rounding),
+                         choice_labels=("(convention's)",) + tuple(r.value for r in Rounding))
+    overflow: str = knob("", "overflow rule ('' keeps the convention's own: saturate or Inf/NaN)",
+                         choices=("",) + tuple(o.value for o in Overflow),
+                         choice_labels=("(convention's)",) + tuple(o.value for o in Overflow))
+    compare_format: str = knob("E5M2", "second format shown side by side ('' for none)",
+                               choices=("",) + BIN_VIEW_FORMATS, choice_labels=("(none)",) + BIN_VIEW_FORMATS)
+    decode_scale: float = knob(1.0, "grid = format values × decode_scale (= amax / F); x is encoded as "
+                               "x / decode_scale", bounds=(2.0**-126, 2.0**126))
 TABLE_MAX_BITS = 8  # the bin view lists the full code table for formats up to this width
 WINDOW = 6  # neighbouring values in the bin view on each side of the encoded one
 DEFAULT_POLICY_NAME = "default"  # the name of a format's default policy (no convention given)

@@ -79,6 +79,8 @@ class Knob:
     widget: str | None = None
     #: a short label for controls; the name with spaces when None
     label: str | None = None
+    #: display names of the choices in controls (same order as `choices`), e.g. "(convention's)" for ""
+    choice_labels: tuple[str, ...] | None = None
     name: str = ""
     type: type = object
     default: Any = None
@@ -142,12 +144,15 @@ class Knob:
 
 def knob(default: Any, help: str, *, bounds: tuple[Number | None, Number | None] | None = None,
          choices: Sequence[Any] | None = None, widget: str | None = None,
-         label: str | None = None) -> Any:
+         label: str | None = None, choice_labels: Sequence[str] | None = None) -> Any:
     """A config field: `history: int = knob(16, "amax history length", bounds=(1, 1024))`."""
     if bounds is not None and choices is not None:
         raise ValueError("a knob has bounds or choices, not both")
+    if choice_labels is not None and (choices is None or len(choice_labels) != len(choices)):
+        raise ValueError("choice_labels needs choices, one label each")
     meta = Knob(help=help, bounds=tuple(bounds) if bounds is not None else None,  # type: ignore[arg-type]
-                choices=tuple(choices) if choices is not None else None, widget=widget, label=label)
+                choices=tuple(choices) if choices is not None else None, widget=widget, label=label,
+                choice_labels=tuple(choice_labels) if choice_labels is not None else None)
     return dataclasses.field(default=default, metadata={_META: meta})
 
 

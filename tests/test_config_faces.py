@@ -12,7 +12,7 @@ from typing import Any
 import param
 import pytest
 
-from lowprec.app.cli import build_parser
+from lowprec.app.cli import command_parser
 from lowprec.app.lessons import WIDGET_PARAMS
 from lowprec.app.widgets import WIDGETS, get_widget_class
 from lowprec.config import Knob, fields_of
@@ -42,7 +42,7 @@ def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentP
 
 
 def cli_parser(name: str) -> argparse.ArgumentParser:
-    return _subparser(_subparser(build_parser(), "simulate"), name)
+    return _subparser(command_parser("simulate"), name)
 
 
 def option_actions(parser: argparse.ArgumentParser) -> dict[str, argparse.Action]:

@@ -39,17 +39,10 @@ THIRD_PARTY_ONLY_IN: dict[str, tuple[str, ...]] = {
     "bokeh": ("lowprec.app.",),
     "param": ("lowprec.app.",),
     "triton": ("lowprec.gpu.",),
-    "torch": ("lowprec.simulations.recompute", "lowprec.gpu.", "lowprec.benchmarks.",
-              # ALLOW-LIST (for the lead to empty at merge): the recompute widget imports torch
-              # itself; the recompute split (issue 11, another engineer) should leave the widget
-              # calling the simulation only.
-              "lowprec.app.widgets.recompute_divergence"),
+    "torch": ("lowprec.simulations.recompute_harness", "lowprec.gpu.", "lowprec.benchmarks."),
 }
-#: ALLOW-LIST (for the lead to empty at merge): cycles in files owned by the simulations engineers,
-#: who are removing them on their branch (issue 11: the `Example` record moves to its own module).
-KNOWN_CYCLES: list[list[str]] = [
-    ["lowprec.simulations.examples", "lowprec.simulations.examples_extra"],
-]
+#: cycles tolerated for now (none: keep it that way)
+KNOWN_CYCLES: list[list[str]] = []
 
 
 def layer(module: str) -> str:

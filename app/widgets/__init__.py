@@ -18,18 +18,18 @@ from typing import Any
 @dataclass(frozen=True)
 class WidgetEntry:
     """One widget: its class ("module:Class"), the title pages show, and its parameters' record
-    ("module:Record", a `lowprec.config` record; None while a widget still declares its own)."""
+    ("module:Record", a `lowprec.config` record)."""
 
     name: str
     target: str
     title: str
-    config: str | None = None
+    config: str
 
     def load(self) -> type:
         return _load(self.target)
 
-    def config_class(self) -> type | None:
-        return _load(self.config) if self.config else None
+    def config_class(self) -> type:
+        return _load(self.config)
 
 
 def _load(target: str) -> type:
@@ -40,9 +40,11 @@ def _load(target: str) -> type:
 
 _ENTRIES = (
     WidgetEntry("BinExplorer", "lowprec.app.widgets.bin_explorer:BinExplorer",
-                "Bin explorer: bits, code, error and rounding bin of any value"),
+                "Bin explorer: bits, code, error and rounding bin of any value",
+                config="lowprec.formats.explain:ExplainConfig"),
     WidgetEntry("Conventions", "lowprec.app.widgets.conventions:Conventions",
-                "Backend conventions at the edges (overflow, Inf, NaN, E8M0)"),
+                "Backend conventions at the edges (overflow, Inf, NaN, E8M0)",
+                config="lowprec.formats.conventions:ConventionsConfig"),
     WidgetEntry("DelayedSpike", "lowprec.app.widgets.delayed_spike:DelayedSpike",
                 "Delayed scaling against an amax spike", config="lowprec.simulations.spike:SpikeConfig"),
     WidgetEntry("AttentionRounding", "lowprec.app.widgets.attention_rounding:AttentionRounding",

@@ -31,11 +31,10 @@ from lowprec.app.plots.bins import (
     summary_table,
 )
 from lowprec.formats import BinView, explain_value
-from lowprec.formats.explain import BIN_VIEW_FORMATS, code_value
+from lowprec.app.params import config_widget, widget_config
+from lowprec.config import fields_of
+from lowprec.formats.explain import ExplainConfig, code_value
 
-CONVENTION_NAMES: tuple[str, ...] = tuple(formats.CONVENTIONS)
-ROUNDINGS: tuple[str, ...] = tuple(r.value for r in formats.Rounding)
-OVERFLOWS: tuple[str, ...] = tuple(o.value for o in formats.Overflow)
 
 
 def value_text(v: float) -> str:
@@ -63,24 +62,11 @@ def tie_rule_text(rounding: str, format_name: str) -> str:
     return f"directed rounding: everything between two codes goes {direction.get(rounding, rounding)}"
 
 
+@config_widget(ExplainConfig)
 class BinExplorer(pn.viewable.Viewer):
     """Where a value lands in a low-precision format: bits, code, error, rounding bin and gaps."""
 
-    format: param.Selector = param.Selector(default="E4M3FN", objects=list(BIN_VIEW_FORMATS),
-                            doc="Format to cast to (every format up to 16 bits).")
-    value = param.String(default="3.3", doc="Value to cast: 3.3, 1e-3, -0, inf, nan or a hex float 0x1.8p3.")
-    convention: param.Selector = param.Selector(default="ml_dtypes", objects=list(CONVENTION_NAMES),
-                                doc="Backend whose cast policy is used (edges: overflow, NaN, E8M0).")
-    rounding: param.Selector = param.Selector(default="nearest_even", objects={"(convention's)": "", **{r: r for r in ROUNDINGS}},
-                              doc="Rounding mode; '' keeps the convention's own.")
-    overflow: param.Selector = param.Selector(default="", objects={"(convention's)": "", **{o: o for o in OVERFLOWS}},
-                              doc="Overflow rule; '' keeps the convention's own (saturate or Inf/NaN).")
-    compare_format: param.Selector = param.Selector(default="E5M2", objects={"(none)": "", **{f: f for f in BIN_VIEW_FORMATS}},
-                                    doc="Second format shown side by side ('' for none).")
-    decode_scale = param.Number(default=1.0, bounds=(2.0**-126, 2.0**126), inclusive_bounds=(True, True),
-                                doc="Grid = format values × decode_scale (= amax / F); x is encoded as x / decode_scale.")
-
-    controls_order = ("format", "value", "convention", "rounding", "overflow", "compare_format", "decode_scale")
+    controls_order = tuple(k.name for k in fields_of(ExplainConfig))
 
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)
@@ -106,9 +92,15 @@ class BinExplorer(pn.viewable.Viewer):
         self.param.watch(self._on_change, list(self.controls_order))
 
     # -- computation ------------------------------------------------------------------------------
+    def config(self) -> ExplainConfig:
+        """The current controls as the record (validated: a ConfigError names the parameter)."""
+        cfg: ExplainConfig = widget_config(self)
+        return cfg
+
     def _compute(self, code: int | None = None) -> BinView:
-        return explain_value(self.value, self.format, self.convention, self.rounding, self.overflow,
-                             self.compare_format or None, self.decode_scale, code=code)
+        c = self.config()
+        return explain_value(c.value, c.format, c.convention, c.rounding, c.overflow,
+                             c.compare_format or None, c.decode_scale, code=code)
 
     def _on_change(self, *events: param.parameterized.Event) -> None:
         self.update()
@@ -206,10 +198,10 @@ class BinExplorer(pn.viewable.Viewer):
         bits[index] = "1" if bits[index] == "0" else "0"
         code = int("".join(bits), 2)
         v = code_value(self.view.main.format, code)
-        scaled = v * self.decode_scale if math.isfinite(v) else v
+        scaled = v * self.config().decode_scale if math.isfinite(v) else v
         self._flipped_code = code
         text = value_text(scaled)
-        if text == self.value:
+        if text == self.config().value:
             self.update()
         else:
             self.value = text

@@ -15,7 +15,9 @@ import param
 from bokeh.models import ColumnDataSource
 from panel.io import hold
 
-from lowprec import formats
+from lowprec.app.params import config_widget, widget_config
+from lowprec.formats import get_format
+from lowprec.formats.conventions import ConventionsConfig
 from lowprec.app.plots.conventions import (
     conventions_sources,
     conventions_table_figure,
@@ -23,17 +25,19 @@ from lowprec.app.plots.conventions import (
 )
 
 
+@config_widget(ConventionsConfig)
 class Conventions(pn.viewable.Viewer):
     """What ml_dtypes, torch, Triton (NVIDIA) and the OCP reading do at a format's edges."""
 
-    format: param.Selector = param.Selector(
-        default="E4M3FN", objects=[f.name for f in formats.FLOAT_FORMATS],
-        doc="Float format whose edge cases are tabulated.")
+    def config(self) -> ConventionsConfig:
+        """The current controls as the record."""
+        cfg: ConventionsConfig = widget_config(self)
+        return cfg
 
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)
         self.error = ""
-        self.source_data = conventions_sources(self.format)
+        self.source_data = conventions_sources(self.config().format)
         self.sources = {k: ColumnDataSource(data=v) for k, v in self.source_data.items()}
         self._alert = pn.pane.Alert("", alert_type="danger", visible=False)
         self._table = pn.pane.Bokeh(conventions_table_figure(self.sources["table"]))
@@ -54,7 +58,7 @@ class Conventions(pn.viewable.Viewer):
     def _update(self) -> bool:
         """Recompute; on failure show the message and keep the last table."""
         try:
-            data = conventions_sources(self.format)
+            data = conventions_sources(self.config().format)
         except (ValueError, TypeError) as exc:
             self.error = f"Invalid input: {exc}"
             self._alert.object = self.error
@@ -69,7 +73,7 @@ class Conventions(pn.viewable.Viewer):
         return True
 
     def _show(self) -> None:
-        f = formats.get_format(self.format)
+        f = get_format(self.config().format)
         self._descr.object = (f"**{f.name}**: {f.description}. Each cell: the code the convention "
                               f"writes and its value, or the error it raises.")
         n = len(self.source_data["reports"]["file"])
