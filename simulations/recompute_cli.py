@@ -2,7 +2,7 @@
 
 One definition serves both entry points, `python -m lowprec.simulations.recompute` (`main` here)
 and `lowprec simulate recompute` (`lowprec.app.commands.sim_recompute`, which adds `--html` and a
-progress bar): one option per knob of `RecomputeConfig` (`--variant`, `--layers`, `--history-len`,
+progress bar): one option per knob of `RecomputeConfig` (`--variant`, `--layers`, `--history`,
 …; `--checkpointing/--no-checkpointing`, with `--no-checkpoint` kept as the older spelling), and
 the outputs `--json OUT`, `--csv OUT` ("-" = standard output; JSON written by `lowprec.strictjson`)
 and `--quiet`. A short human summary goes to standard output unless `--quiet` or an output went
@@ -17,7 +17,7 @@ import sys
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from lowprec import strictjson
-from lowprec.config import add_arguments as add_config_arguments
+from lowprec.config import fields_of, add_arguments as add_config_arguments
 from lowprec.config import from_namespace
 
 from ._io import ArgumentParser, error_exit, write_text
@@ -40,6 +40,12 @@ def add_arguments(parser: argparse.ArgumentParser, html: bool = False) -> None:
     add_config_arguments(parser, RecomputeConfig)
     parser.add_argument("--no-checkpoint", dest="checkpointing", action="store_false",
                         help="the older spelling of --no-checkpointing (default: checkpointing on)")
+    # older spellings of --history and --algo (the names every simulation uses for these knobs)
+    knobs = {k.name: k for k in fields_of(RecomputeConfig)}
+    for old, name in (("--history-len", "history"), ("--amax-algo", "algo")):
+        parser.add_argument(old, dest=name, type=knobs[name].type, default=argparse.SUPPRESS,
+                            metavar=name.upper(), help=f"the older spelling of {knobs[name].option} "
+                                                      f"(default: {knobs[name].default})")
     parser.add_argument("--json", metavar="OUT",
                         help='write the result as JSON to OUT ("-" for stdout) (default: not written)')
     parser.add_argument("--csv", metavar="OUT", help='write one row per (step, layer) as CSV to OUT '

@@ -54,9 +54,9 @@ class RecomputeConfig:
     seed: int = knob(0, "seed of the data and the initial weights", bounds=(0, 2**31 - 1),
                      widget="input")
     format: str = knob("E4M3FN", "format of the quantized layer inputs", choices=activation_formats())
-    history_len: int = knob(16, "amax history length", bounds=(1, 1024))
-    amax_algo: str = knob("max", "amax taken from the history: its maximum or its newest entry",
-                          choices=AMAX_ALGOS)
+    history: int = knob(16, "amax history length H (steps)", bounds=(1, 1024))
+    algo: str = knob("max", "amax taken from the history: its maximum or its newest entry",
+                     choices=AMAX_ALGOS)
     margin: int = knob(0, "scale margin: encode_scale = format max / amax / 2**margin",
                        bounds=(-64, 64))
     lr: float = knob(0.1, "SGD learning rate", bounds=(0.0, 10.0), widget="input")

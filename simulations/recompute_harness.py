@@ -246,7 +246,7 @@ def run_config(config: RecomputeConfig, *, keep_activations: bool = False,
 
     t0 = time.perf_counter()
     problem = make_problem(c.seed, layers, c.width, c.batch, steps)
-    quantizer = make_quantizer(c.variant, layers, f, policy, c.history_len, c.amax_algo, c.margin)
+    quantizer = make_quantizer(c.variant, layers, f, policy, c.history, c.algo, c.margin)
     run = _Run(quantizer, problem, c.checkpointing)
     shape = (steps, layers)
     fl = {n: np.full(shape, np.nan) for n in (

@@ -80,7 +80,7 @@ def test_fixed_one_commit_per_layer_per_logical_step() -> None:
     r = run("fixed")
     assert (r.commits == 1).all()
     assert (r.state_commits == r.commits.shape[1]).all()
-    hist = r.parameters["history_len"]
+    hist = r.parameters["history"]
     expected = np.minimum(np.arange(1, r.commits.shape[0] + 1), hist)[:, None]
     assert (r.history_len == expected).all()
 
@@ -136,7 +136,7 @@ def test_fixed_matches_an_independent_reference_loop() -> None:
 
 
 def test_fixed_scale_follows_the_amax_history_formula() -> None:
-    r = run("fixed", amax_algo="max", history_len=3)
+    r = run("fixed", algo="max", history=3)
     amax = r.amax_forward
     for t in range(1, amax.shape[0]):
         for i in range(amax.shape[1]):
@@ -387,7 +387,7 @@ def test_two_workers_on_one_state_fail_closed() -> None:
 
 
 def test_overflow_nonfinite_gives_skipped_steps() -> None:
-    r = run("shared-state", amax_algo="most_recent", overflow="nonfinite", steps=4)
+    r = run("shared-state", algo="most_recent", overflow="nonfinite", steps=4)
     # layer 0 (amax ≈ 4) quantized with a scale from layer 3's amax (≤ 1): beyond 448 → NaN
     assert r.nonfinite[1:].all() and r.skipped[1:].all() and not r.applied[1:].any()
     assert (r.attempted == 1).all()
@@ -415,9 +415,9 @@ def test_to_dict_is_json_with_the_documented_step_fields() -> None:
     ({"fmt": "INT8"}, "INT8"),
     ({"format": "E8M0"}, r"^format: must be one of E4M3FN, .*; got 'E8M0'$"),
     ({"rounding": "stochastic"}, r"^rounding: must be one of nearest_even, .*; got 'stochastic'$"),
-    ({"amax_algo": "mean"}, r"^amax_algo: must be one of max, most_recent; got 'mean'$"),
+    ({"algo": "mean"}, r"^algo: must be one of max, most_recent; got 'mean'$"),
     ({"fmt": "E2M1", "overflow": "nonfinite"}, r"^overflow: 'nonfinite' needs .*E2M1 has neither"),
-    ({"history": 4}, r"^history: unknown parameter; allowed: variant, layers, width"),
+    ({"history_len": 4}, r"^history_len: unknown parameter; allowed: variant, layers, width"),
 ])
 def test_bad_input_raises_value_error(kwargs: dict[str, Any], match: str) -> None:
     with pytest.raises(ValueError, match=match):

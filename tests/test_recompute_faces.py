@@ -59,6 +59,8 @@ FACES = {"python -m": (recompute_cli.build_parser, {"json", "csv", "quiet"}),
 # ------------------------------------------------------------------------------------------------
 # one record, every face
 # ------------------------------------------------------------------------------------------------
+#: older option spellings still accepted, by field
+OLDER_SPELLINGS = {"checkpointing": {"--no-checkpoint"}, "history": {"--history-len"}, "algo": {"--amax-algo"}}
 
 
 @pytest.mark.parametrize("face", FACES)
@@ -69,8 +71,7 @@ def test_cli_options_are_the_config_fields(face: str) -> None:
     assert set(dests) == set(FIELDS) | outputs
     for k in fields_of(RecomputeConfig):
         expected = {k.option, "--no-" + k.option[2:]} if k.type is bool else {k.option}
-        if k.name == "checkpointing":
-            expected.add("--no-checkpoint")  # the older spelling, kept
+        expected |= OLDER_SPELLINGS.get(k.name, set())
         assert dests[k.name] == expected, k.name
     defaults = parser.parse_args([])
     assert {name: getattr(defaults, name) for name in FIELDS} == RecomputeConfig().to_dict()  # type: ignore[attr-defined]
@@ -88,6 +89,13 @@ def test_every_option_help_shows_its_default(face: str) -> None:
     for action in parser._actions:
         if action.dest != "help":
             assert action.help and "(default: " in action.help, action.option_strings
+
+
+def test_older_spellings_of_history_and_algo() -> None:
+    p = recompute_cli.build_parser()
+    a = p.parse_args(["--history-len", "3", "--amax-algo", "most_recent"])
+    assert (a.history, a.algo) == (3, "most_recent")
+    assert (p.parse_args([]).history, p.parse_args([]).algo) == (16, "max")
 
 
 def test_no_checkpoint_is_the_same_as_no_checkpointing() -> None:
@@ -120,12 +128,12 @@ def test_directive_params_are_the_config_fields() -> None:
     from lowprec.app.lessons import WIDGET_PARAMS, LessonError, parse_directive
 
     assert WIDGET_PARAMS["RecomputeDivergence"] == RecomputeConfig().to_dict()  # type: ignore[attr-defined]
-    d = parse_directive("::: widget RecomputeDivergence variant=stale-centre history_len=4 "
+    d = parse_directive("::: widget RecomputeDivergence variant=stale-centre history=4 "
                         "checkpointing=false lr=1 format=E5M2")
-    assert d.params == {"variant": "stale-centre", "history_len": 4, "checkpointing": False,
+    assert d.params == {"variant": "stale-centre", "history": 4, "checkpointing": False,
                         "lr": 1.0, "format": "E5M2"}
-    with pytest.raises(LessonError, match="RecomputeDivergence has no parameter 'history'"):
-        parse_directive("::: widget RecomputeDivergence history=4")
+    with pytest.raises(LessonError, match="RecomputeDivergence has no parameter 'history_len'"):
+        parse_directive("::: widget RecomputeDivergence history_len=4")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -237,7 +245,8 @@ def test_both_entry_points_write_the_same_json_and_csv(tmp_path: Path) -> None:
                                          ("lowprec simulate", "lowprec")])
 @pytest.mark.parametrize("args, message", [
     (["--layers", "100"], "--layers: must be ≤ 16, got 100"),
-    (["--history-len", "0"], "--history-len: must be ≥ 1, got 0"),
+    (["--history", "0"], "--history: must be ≥ 1, got 0"),
+    (["--history-len", "0"], "--history: must be ≥ 1, got 0"),
     (["--format", "E8M0"], "--format: must be one of E4M3FN, "),
     (["--rounding", "stochastic"], "--rounding: must be one of nearest_even, "),
     (["--format", "E2M1", "--overflow", "nonfinite"], "--overflow: 'nonfinite' needs a format"),
@@ -269,7 +278,7 @@ def test_json_spells_computed_nan_and_leaves_absent_cells_null() -> None:
     NaN): the NaN loss is written "nan", cells that were not computed are null."""
     from lowprec.simulations.recompute import run_recompute
 
-    r = run_recompute("shared-state", layers=4, width=32, batch=8, steps=3, amax_algo="most_recent",
+    r = run_recompute("shared-state", layers=4, width=32, batch=8, steps=3, algo="most_recent",
                       overflow="nonfinite")
     assert np.isnan(r.loss[1])
     text = strictjson.dumps(r.to_dict())

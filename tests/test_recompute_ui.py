@@ -2,7 +2,7 @@
 
 Its controls are generated from `RecomputeConfig`: the variant control replots as the simulation
 says (commits per step from a direct run), the URL follows, a URL may set any knob of the record
-(one the widget did not offer before it, `history_len`, included), and an out-of-range URL value
+(one the widget did not offer before it, `history`, included), and an out-of-range URL value
 shows a message while the page keeps working. No request leaves localhost.
 """
 
@@ -37,11 +37,11 @@ def test_recompute_url_sets_any_knob_and_refuses_out_of_range(server: str, brows
     from lowprec.app.plots.recompute import recompute_sources
     from lowprec.simulations.recompute import run_recompute
 
-    short = recompute_sources(run_recompute("fixed", steps=12, history_len=2))["scales"]
+    short = recompute_sources(run_recompute("fixed", steps=12, history=2))["scales"]
     default = recompute_sources(run_recompute("fixed", steps=12))["scales"]
     assert short["encode_scale_forward"] != default["encode_scale_forward"]  # the knob matters
     w = Watched(browser, server)
-    w.open(f"{server}/widget/RecomputeDivergence?steps=12&history_len=2")
+    w.open(f"{server}/widget/RecomputeDivergence?steps=12&history=2")
     wait_until(lambda: w.source_data("encode_scale_forward") == short["encode_scale_forward"], timeout=60)
     w.page.close()
     w = Watched(browser, server)
