@@ -1,8 +1,9 @@
 """Lesson files: parse `content/lessons/NN-slug.md` into front matter, Markdown and widget directives.
 
 This module owns the lesson source format and nothing that draws (pure Python, no Panel import).
-A lesson file starts with front matter between two `---` lines (`title`, `order` — an integer —
-and `summary`, each `key: value`), followed by Markdown. A line of the form
+A lesson file starts with front matter between two `---` lines (`title`, `order` — an integer —,
+`summary` and `goal` — one sentence: what the learner can do after the lesson —, each
+`key: value`), followed by Markdown. A line of the form
 `::: widget Name key=value ...` (outside fenced code) places a widget; `Name` must be one of
 `WIDGET_PARAMS` and every key one of that widget's parameters. Directive values parse as int,
 float, `true`/`false`, else text; a value quoted with `"..."` is always text, and a parameter whose
@@ -10,21 +11,42 @@ default is text always receives the value exactly as written (so `value=3.30` re
 `"3.30"`); an integer given for a float parameter becomes a float. A placeholder
 `{{ example:NAME }}` or `{{ example:NAME.FIELD }}` anywhere in the Markdown (code included) is
 replaced by `simulations.examples.example(NAME).format(FIELD)` at render time, so the prose cannot
-disagree with the code. Every problem raises `LessonError` (a `ValueError`) naming the file and line.
+disagree with the code. Blocks `::: predict ID` / `::: explain ID` / `::: exercise ID` … `:::`
+(syntax and records in `lowprec.app.lesson_blocks`, reference in `content/README.md`) ask the
+learner: a prediction before the widget that follows it (answered, it reveals the widget and its
+explanation), exercises with computed answers. Every problem raises `LessonError` (a `ValueError`)
+naming the file and line.
 """
 
 from __future__ import annotations
 
 import re
 from importlib import resources
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Union
+from typing import Any, Callable, Union
 
 from lowprec.config import fields_of
 
+from .lesson_blocks import (
+    CLOSE_RE,
+    OPEN_RE,
+    BlockError,
+    ExerciseBlock,
+    ExplanationBlock,
+    PredictionBlock,
+    RawBlock,
+    ValueResolver,
+    read_block,
+    resolve_answer,
+)
+
 __all__ = [
+    "Block",
     "DEFAULT_ROOT",
+    "ExerciseBlock",
+    "ExplanationBlock",
+    "PredictionBlock",
     "WIDGET_PARAMS",
     "Lesson",
     "LessonError",
@@ -55,7 +77,7 @@ def _widget_params() -> dict[str, dict[str, ParamValue]]:
 # parameter's type), derived from the widget registry's config records.
 WIDGET_PARAMS: dict[str, dict[str, ParamValue]] = _widget_params()
 
-FRONT_MATTER_KEYS = ("title", "order", "summary")
+FRONT_MATTER_KEYS = ("title", "order", "summary", "goal")
 
 _DIRECTIVE_RE = re.compile(r"^:::\s*widget\s+([A-Za-z_]\w*)\s*(.*?)\s*$")
 _PARAM_RE = re.compile(r'\s*([A-Za-z_]\w*)=(?:"([^"]*)"|([^\s"]+))')
@@ -83,6 +105,9 @@ class Lesson:
     path: Path | None  # the file it came from, None when parsed from a string
     text: str  # Markdown body with directives and unresolved placeholders
     body_line: int = 1
+    goal: str = ""  # one sentence: what the learner can do after the lesson
+    predictions: tuple[str, ...] = ()  # ids of its predictions, in order
+    exercises: tuple[str, ...] = ()  # ids of its exercises, in order
 
 
 @dataclass(frozen=True)
@@ -157,12 +182,69 @@ def parse_lesson(text: str, slug: str = "", path: Path | None = None) -> Lesson:
         path=path,
         text="\n".join(body_lines) + ("\n" if body_lines else ""),
         body_line=end + 1,
+        goal=meta["goal"],
     )
-    # check directives now so a bad lesson fails on load, not on first view
-    for line_no, line, in_fence in _body_lines(lesson):
-        if not in_fence and line.lstrip().startswith(":::"):
-            parse_directive(line, path=path, line=line_no)
-    return lesson
+    # check directives and blocks now so a bad lesson fails on load, not on first view
+    predictions: list[str] = []
+    exercises: list[str] = []
+    open_predictions: dict[str, bool] = {}  # prediction id -> a widget followed it
+    seen: dict[str, int] = {}
+    for item in _scan(lesson):
+        if isinstance(item, WidgetDirective):
+            for pid in open_predictions:
+                open_predictions[pid] = True
+            continue
+        if not isinstance(item, RawBlock):
+            continue
+        where = _where(path, item.line)
+        if item.kind == "explain":
+            if item.id not in open_predictions:
+                raise LessonError(f"{where}: explain {item.id} follows no prediction {item.id!r}")
+            if not open_predictions.pop(item.id):
+                raise LessonError(f"{where}: prediction {item.id} has no widget between it and its explanation")
+            continue
+        if item.id in seen:
+            raise LessonError(f"{where}: id {item.id!r} already used on line {seen[item.id]}")
+        seen[item.id] = item.line
+        if item.kind == "predict":
+            open_predictions[item.id] = False
+            predictions.append(item.id)
+        else:
+            exercises.append(item.id)
+    if open_predictions:
+        unexplained = ", ".join(open_predictions)
+        raise LessonError(f"{_where(path, 1)}: prediction {unexplained} has no '::: explain' block after its widget")
+    return replace(lesson, predictions=tuple(predictions), exercises=tuple(exercises))
+
+
+def _scan(lesson: Lesson) -> list[tuple[int, str] | WidgetDirective | RawBlock]:
+    """The body as (line number, Markdown line) pairs, widget directives and raw blocks, in order."""
+    items: list[tuple[int, str] | WidgetDirective | RawBlock] = []
+    rows = _body_lines(lesson)
+    i = 0
+    while i < len(rows):
+        line_no, line, in_fence = rows[i]
+        i += 1
+        if in_fence or not line.lstrip().startswith(":::"):
+            items.append((line_no, line))
+            continue
+        opened = OPEN_RE.match(line.strip())
+        if opened is None:
+            items.append(parse_directive(line, path=lesson.path, line=line_no))
+            continue
+        body: list[str] = []
+        while i < len(rows) and not CLOSE_RE.match(rows[i][1].strip()):
+            body.append(rows[i][1])
+            i += 1
+        if i == len(rows):
+            raise LessonError(f"{_where(lesson.path, line_no)}: {opened.group(1)} {opened.group(2)} is not closed "
+                              "by a ':::' line")
+        i += 1  # the closing line
+        try:
+            items.append(read_block(opened.group(1), opened.group(2), body, line_no))
+        except BlockError as exc:
+            raise LessonError(f"{_where(lesson.path, line_no)}: {exc}") from None
+    return items
 
 
 def _body_lines(lesson: Lesson) -> list[tuple[int, str, bool]]:
@@ -280,16 +362,33 @@ def _resolve_line(text: str, resolve: Resolver, where: str) -> str:
     return _PLACEHOLDER_RE.sub(substitute, text)
 
 
+Block = Union[MarkdownBlock, WidgetDirective, PredictionBlock, ExplanationBlock, ExerciseBlock]
+
+
+def _default_value_resolver() -> ValueResolver:
+    from lowprec.simulations.examples import example
+
+    def resolve(name: str, field_name: str) -> tuple[Any, str]:
+        ex = example(name)
+        text = ex.format(field_name)  # raises ValueError naming the fields for an unknown one
+        return ex.values[field_name], text
+
+    return resolve
+
+
 def render_blocks(
-    lesson: Lesson, *, resolve: Resolver | None = None
-) -> list[MarkdownBlock | WidgetDirective]:
-    """The lesson body as Markdown blocks (placeholders replaced) and widget directives, in order.
+    lesson: Lesson, *, resolve: Resolver | None = None, resolve_value: ValueResolver | None = None
+) -> list[Block]:
+    """The lesson body as Markdown blocks (placeholders replaced), widget directives and the
+    interactive blocks (answers computed), in order.
 
     `resolve(name, field)` turns a placeholder into text; by default
-    `simulations.examples.example(name).format(field)`. Blank Markdown between directives is dropped.
+    `simulations.examples.example(name).format(field)`. `resolve_value(name, field)` gives an
+    answer's (value, text); by default the example's raw value and its text. Blank Markdown between
+    directives is dropped.
     """
     resolver = resolve
-    blocks: list[MarkdownBlock | WidgetDirective] = []
+    blocks: list[Block] = []
     pending: list[str] = []
     pending_line = lesson.body_line
 
@@ -298,23 +397,50 @@ def render_blocks(
             blocks.append(MarkdownBlock(text="\n".join(pending).strip("\n") + "\n", line=pending_line))
         pending.clear()
 
-    for line_no, line, in_fence in _body_lines(lesson):
-        if not in_fence and line.lstrip().startswith(":::"):
+    def text_of(value: str, line_no: int) -> str:
+        nonlocal resolver
+        if "{{" not in value and "}}" not in value:
+            return value
+        if _PLACEHOLDER_RE.search(value) is None:
+            raise LessonError(f"{_where(lesson.path, line_no)}: unbalanced placeholder braces in {value.strip()!r}")
+        if resolver is None:
+            resolver = _default_resolver()
+        return _resolve_line(value, resolver, _where(lesson.path, line_no))
+
+    for item in _scan(lesson):
+        if isinstance(item, WidgetDirective):
             flush()
-            blocks.append(parse_directive(line, path=lesson.path, line=line_no))
-            pending_line = line_no + 1
+            blocks.append(item)
+            pending_line = item.line + 1
             continue
-        if "{{" in line or "}}" in line:
-            if _PLACEHOLDER_RE.search(line) is None:
-                raise LessonError(f"{_where(lesson.path, line_no)}: unbalanced placeholder braces in {line.strip()!r}")
-            if resolver is None:
-                resolver = _default_resolver()
-            line = _resolve_line(line, resolver, _where(lesson.path, line_no))
+        if isinstance(item, RawBlock):
+            flush()
+            blocks.append(_render_block(item, lesson, text_of, resolve_value))
+            pending_line = item.line + 1
+            continue
+        line_no, line = item
+        line = text_of(line, line_no)
         if not pending:
             pending_line = line_no
         pending.append(line)
     flush()
     return blocks
+
+
+def _render_block(raw: RawBlock, lesson: Lesson, text_of: Callable[[str, int], str],
+                  resolve_value: ValueResolver | None) -> PredictionBlock | ExplanationBlock | ExerciseBlock:
+    if raw.kind == "explain":
+        return ExplanationBlock(raw.id, "\n".join(text_of(x, raw.line) for x in raw.body.split("\n")), raw.line)
+    try:
+        answer = resolve_answer(raw, resolve_value or _default_value_resolver())
+    except BlockError as exc:
+        raise LessonError(f"{_where(lesson.path, raw.line)}: {exc}") from None
+    f = raw.fields
+    if raw.kind == "predict":
+        return PredictionBlock(raw.id, text_of(f["question"][0], raw.line), answer, raw.line)
+    return ExerciseBlock(raw.id, text_of(f["prompt"][0], raw.line), answer,
+                         tuple(text_of(h, raw.line) for h in f["hint"]), text_of(f["solution"][0], raw.line),
+                         raw.line)
 
 
 def load_lessons(root: Path | None = None) -> list[Lesson]:

@@ -141,7 +141,7 @@ def test_spelling_check_can_fail() -> None:
 
 
 def test_unknown_placeholders_and_widgets_fail() -> None:
-    head = "---\ntitle: t\norder: 1\nsummary: s\n---\n"
+    head = "---\ntitle: t\norder: 1\nsummary: s\ngoal: g\n---\n"
     with pytest.raises(LessonError, match="no_such_example"):
         render_blocks(parse_lesson(head + "x {{ example:no_such_example }}\n", path=Path("t.md")))
     with pytest.raises(LessonError, match="no_such_field"):

@@ -23,7 +23,7 @@ from lowprec.app.lessons import (
     render_blocks,
 )
 
-FRONT = "---\ntitle: A title\norder: 4\nsummary: One line.\n---\n"
+FRONT = "---\ntitle: A title\norder: 4\nsummary: One line.\ngoal: Do one thing.\n---\n"
 
 
 def fake(name: str, field: str | None) -> str:
@@ -34,12 +34,12 @@ def test_front_matter_fields_and_body() -> None:
     lesson = parse_lesson(FRONT + "Body line\n", slug="s", path=Path("x.md"))
     assert (lesson.title, lesson.order, lesson.summary, lesson.slug) == ("A title", 4, "One line.", "s")
     assert lesson.text == "Body line\n"
-    assert lesson.body_line == 6  # five front matter lines precede the body
+    assert lesson.body_line == 7  # six front matter lines precede the body
     assert lesson.path == Path("x.md")
 
 
 def test_front_matter_quoted_values_are_unquoted() -> None:
-    lesson = parse_lesson('---\ntitle: "Range: vs resolution"\norder: 2\nsummary: \'s\'\n---\n')
+    lesson = parse_lesson('---\ntitle: "Range: vs resolution"\norder: 2\nsummary: \'s\'\ngoal: g\n---\n')
     assert lesson.title == "Range: vs resolution"
     assert lesson.summary == "s"
 
@@ -49,11 +49,11 @@ def test_front_matter_quoted_values_are_unquoted() -> None:
     [
         ("no front matter\n", "must start"),
         ("---\ntitle: t\norder: 1\nsummary: s\n", "not closed"),
-        ("---\ntitle: t\norder: one\nsummary: s\n---\n", "order must be an integer"),
-        ("---\ntitle: t\nsummary: s\n---\n", "lacks order"),
-        ("---\ntitle: t\norder: 1\nsummary: s\nauthor: me\n---\n", "unknown front matter key 'author'"),
-        ("---\ntitle: t\ntitle: u\norder: 1\nsummary: s\n---\n", "given twice"),
-        ("---\ntitle t\norder: 1\nsummary: s\n---\n", "not 'key: value'"),
+        ("---\ntitle: t\norder: one\nsummary: s\ngoal: g\n---\n", "order must be an integer"),
+        ("---\ntitle: t\nsummary: s\ngoal: g\n---\n", "lacks order"),
+        ("---\ntitle: t\norder: 1\nsummary: s\ngoal: g\nauthor: me\n---\n", "unknown front matter key 'author'"),
+        ("---\ntitle: t\ntitle: u\norder: 1\nsummary: s\ngoal: g\n---\n", "given twice"),
+        ("---\ntitle t\norder: 1\nsummary: s\ngoal: g\n---\n", "not 'key: value'"),
     ],
 )
 def test_bad_front_matter_names_file_and_line(text: str, needle: str) -> None:
@@ -104,7 +104,7 @@ def test_bad_directives_raise(line: str, needle: str) -> None:
 
 def test_bad_directive_fails_at_parse_time_with_file_line() -> None:
     text = FRONT + "intro\n\n::: widget Nope\n"
-    with pytest.raises(LessonError, match=r"les\.md:8: unknown widget"):
+    with pytest.raises(LessonError, match=r"les\.md:9: unknown widget"):
         parse_lesson(text, path=Path("les.md"))
 
 
@@ -112,16 +112,16 @@ def test_render_splits_markdown_and_directives_in_order() -> None:
     text = FRONT + "First {{ example:alpha }} and {{example:beta.gamma}}.\n\n::: widget Conventions format=E5M2\n\nAfter.\n"
     blocks = render_blocks(parse_lesson(text), resolve=fake)
     assert blocks == [
-        MarkdownBlock("First <alpha:None> and <beta:gamma>.\n", 6),
-        WidgetDirective("Conventions", {"format": "E5M2"}, 8),
-        MarkdownBlock("After.\n", 9),
+        MarkdownBlock("First <alpha:None> and <beta:gamma>.\n", 7),
+        WidgetDirective("Conventions", {"format": "E5M2"}, 9),
+        MarkdownBlock("After.\n", 10),
     ]
 
 
 def test_directives_inside_fenced_code_stay_text() -> None:
     text = FRONT + "```\n::: widget Nope\n```\n"
     blocks = render_blocks(parse_lesson(text), resolve=fake)
-    assert blocks == [MarkdownBlock("```\n::: widget Nope\n```\n", 6)]
+    assert blocks == [MarkdownBlock("```\n::: widget Nope\n```\n", 7)]
 
 
 def test_placeholder_errors_name_file_and_line() -> None:
@@ -129,10 +129,10 @@ def test_placeholder_errors_name_file_and_line() -> None:
         raise KeyError(f"no example {name!r}")
 
     lesson = parse_lesson(FRONT + "ok\n{{ example:missing }}\n", path=Path("p.md"))
-    with pytest.raises(LessonError, match=r"p\.md:7: cannot resolve placeholder example:missing"):
+    with pytest.raises(LessonError, match=r"p\.md:8: cannot resolve placeholder example:missing"):
         render_blocks(lesson, resolve=refuse)
     for bad in ("{{ missing }}", "{{ example: }}", "{{ example:a.b.c }}", "{{ example:a"):
-        with pytest.raises(LessonError, match=r"p\.md:6"):
+        with pytest.raises(LessonError, match=r"p\.md:7"):
             render_blocks(parse_lesson(FRONT + bad + "\n", path=Path("p.md")), resolve=fake)
 
 
@@ -143,8 +143,8 @@ def test_placeholders_lists_references() -> None:
 
 
 def test_load_lessons_sorts_by_order_and_strips_prefix(tmp_path: Path) -> None:
-    (tmp_path / "02-second.md").write_text("---\ntitle: B\norder: 2\nsummary: s\n---\nb\n")
-    (tmp_path / "10-first.md").write_text("---\ntitle: A\norder: 1\nsummary: s\n---\na\n")
+    (tmp_path / "02-second.md").write_text("---\ntitle: B\norder: 2\nsummary: s\ngoal: g\n---\nb\n")
+    (tmp_path / "10-first.md").write_text("---\ntitle: A\norder: 1\nsummary: s\ngoal: g\n---\na\n")
     (tmp_path / "notes.txt").write_text("ignored")
     lessons = load_lessons(tmp_path)
     assert [(l.slug, l.order) for l in lessons] == [("first", 1), ("second", 2)]
@@ -152,8 +152,8 @@ def test_load_lessons_sorts_by_order_and_strips_prefix(tmp_path: Path) -> None:
 
 
 def test_load_lessons_rejects_duplicate_order(tmp_path: Path) -> None:
-    (tmp_path / "01-a.md").write_text("---\ntitle: A\norder: 1\nsummary: s\n---\n")
-    (tmp_path / "02-b.md").write_text("---\ntitle: B\norder: 1\nsummary: s\n---\n")
+    (tmp_path / "01-a.md").write_text("---\ntitle: A\norder: 1\nsummary: s\ngoal: g\n---\n")
+    (tmp_path / "02-b.md").write_text("---\ntitle: B\norder: 1\nsummary: s\ngoal: g\n---\n")
     with pytest.raises(LessonError, match="order 1 also used"):
         load_lessons(tmp_path)
 
