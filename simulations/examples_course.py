@@ -91,11 +91,20 @@ def range_questions() -> Example:
     v = table.value
     pos = np.isfinite(v) & (v > 0) & (table.sign == 0)
     below_max = float(np.max(v[pos & (v < E4M3FN.max)]))
+    a = explain_cast("460", "E4M3FN", "ml_dtypes")
+    b = explain_cast("460", "E5M2", "ml_dtypes")
+    closer = ("both give the same value" if a.value == b.value else
+              "E4M3FN" if abs(a.value - 460) < abs(b.value - 460) else "E5M2")
+    bin_b = b.rounding_bin
+    assert bin_b is not None
     return _ex("range_questions", "Range and resolution of the 8-bit formats",
-               "formats.E5M2.max, formats.E4M3FN.max; neighbours from formats.code_table('E4M3FN')",
+               "formats.E5M2.max, formats.E4M3FN.max; neighbours from formats.code_table('E4M3FN'); "
+               "formats.explain_cast('460', fmt, 'ml_dtypes') in E4M3FN and E5M2",
                {"e5m2_max": float(E5M2.max), "e4m3fn_max": float(E4M3FN.max),
                 "e4m3fn_gap_at_1": float(table.gap_next[pos & (v == 1.0)][0]),
-                "e4m3fn_gap_at_max": float(E4M3FN.max) - below_max, "e4m3fn_below_max": below_max},
+                "e4m3fn_gap_at_max": float(E4M3FN.max) - below_max, "e4m3fn_below_max": below_max,
+                "e4m3fn_460": a.value, "e5m2_460": b.value, "closer_460": closer,
+                "e5m2_460_lo": bin_b.lo, "e5m2_460_hi": bin_b.hi},
                "e4m3fn_max")
 
 
@@ -127,8 +136,9 @@ def softmax_threshold() -> Example:
                "first d whose top probability rounds to exactly 1 (every operation rounded to the "
                "format, nearest-even); gradients of the target class 0 at that d",
                values, "fp32_d",
-               digits={k: 4 for k in values
-                       if "grad_r" in k or (k.endswith("_p_top_below") and not k.startswith("fp32"))})
+               digits={**{k: 4 for k in values
+                          if "grad_r" in k or (k.endswith("_p_top_below") and not k.startswith("fp32"))},
+                       "fp32_p_top_below": 8})
 
 
 def absorption_bf16() -> Example:
@@ -191,6 +201,18 @@ def scale_one_table() -> Example:
     values["ratio_0_005_bucket"] = _nearest_label(
         ratio_small, {"about the same": 1.0, "about 1.25 times": 1.25, "about 4 times": 4.0,
                       "about 20 times": 20.0})
+    # the shape of the scale-1 error over magnitudes, as the ScaleGrouping widget's scale_choice study
+    # draws it (simulations.grouping.scale_choice_study, E4M3FN)
+    from .grouping import scale_choice_study
+
+    study = scale_choice_study(("E4M3FN",))
+    curve = study.rms_rel_error_fixed["E4M3FN"]
+    floor = float(np.min(curve))
+    low_rises, high_rises = bool(curve[0] > 2 * floor), bool(curve[-1] > 2 * floor)
+    values["scale_one_shape"] = ("rises for small and for large magnitudes" if low_rises and high_rises
+                                 else "rises only for small magnitudes" if low_rises
+                                 else "rises only for large magnitudes" if high_rises else "flat")
+    values["scale_one_floor"] = floor
     return _ex("scale_one_table", "E4M3FN with encode scale 1 vs the amax scale, by standard deviation",
                f"{SCALE_ONE_N} values N(0, σ²) in float32 per tensor, {len(SCALE_ONE_SEEDS)} tensors "
                "(seeds 0-3) per σ; formats.quantize to E4M3FN (nearest-even, saturating) with encode "
@@ -268,6 +290,10 @@ def grouping_table() -> Example:
             label = entry.granularity.replace("x", "_")
             values[f"{key}_{label}"] = entry.ordinary_rms_rel_error
             values[f"{key}_{label}_zero_pct"] = 100 * float(np.mean(entry.dequantized[ordinary] == 0))
+    names = {"tensor": "one per tensor", "row": "one per row", "column": "one per column",
+             "block32": "one per 1×32 block", "block16_16": "one per 16×16 tile"}
+    e2m1 = {label: float(values[f"e2m1_{label}"]) for label in names}  # type: ignore[arg-type]
+    values["e2m1_best_grouping"] = names[min(e2m1, key=lambda k: e2m1[k])]
     tensor_zero = values["e2m1_tensor_zero_pct"]
     assert isinstance(tensor_zero, float)
     values["e2m1_tensor_zero_bucket"] = ("none" if tensor_zero == 0 else "under half" if tensor_zero < 50
@@ -307,6 +333,33 @@ def nvfp4_metadata() -> Example:
                digits={"tensor_scale_bits": 3, "stored_total_bits": 7})
 
 
+def block_views() -> Example:
+    """The BlockFormats widget's tensor (32 × 128 Student-t, seed 0) with the transposed view on: the
+    column-blocked view made from the source (one rounding) or re-quantized from the row-blocked
+    decoded data (two roundings), for NVFP4 and MXFP8 (E4M3, floor)."""
+    from .blocks import simulate_blocks
+
+    values: dict[str, Value] = {}
+    for recipe, key in (("NVFP4", "nvfp4"), ("MXFP8_E4M3", "mxfp8")):
+        t = simulate_blocks(recipe=recipe, transposed_view=True).selected
+        assert t is not None and t.transposed is not None
+        tv = t.transposed
+        values[f"{key}_from_source"] = tv.columns_from_source
+        values[f"{key}_requantized"] = tv.columns_requantized
+        values[f"{key}_ratio"] = tv.requantized_ratio
+        values[f"{key}_codes_differ_pct"] = 100 * tv.codes_differ
+    ratio = float(values["nvfp4_ratio"])  # type: ignore[arg-type]
+    values["nvfp4_bucket"] = ("about the same" if abs(ratio - 1) < 0.05 else
+                              "clearly larger" if ratio > 1 else "clearly smaller")
+    return _ex("block_views", "The column view: from the source or re-quantized",
+               "lowprec.simulations.blocks.simulate_blocks(recipe, transposed_view=True) with the widget's "
+               "defaults (32 × 128 Student-t(3), seed 0): ‖x̂ − x‖ / ‖x‖ of the column-blocked view made "
+               "each way, and the share of its codes that differ",
+               values, "nvfp4_bucket", units={k: "%" for k in values if k.endswith("_pct")},
+               digits={**{k: 3 for k in values if not k.endswith("_pct")}, "nvfp4_ratio": 2, "mxfp8_ratio": 2,
+                       **{k: 0 for k in values if k.endswith("_pct")}})
+
+
 # ------------------------------------------------------------------------------------------------
 # lesson: when the scale is measured
 # ------------------------------------------------------------------------------------------------
@@ -314,17 +367,17 @@ def nvfp4_metadata() -> Example:
 
 def spike_questions() -> Example:
     """The default spike scenario of the DelayedSpike widget (and of the core example delayed_spike):
-    E4M3FN, history 16 (max), the whole tensor × 50 at step 100 of 140, seed 0."""
+    E4M3FN, history 16 (max), the whole tensor × 50 at step 100 of 200, seed 0."""
     from .spike import simulate_stream
 
     history, spike_step = 16, 100
-    r = simulate_stream(format="E4M3FN", history=history, algo="max", steps=140, spike_step=spike_step,
+    r = simulate_stream(format="E4M3FN", history=history, algo="max", steps=200, spike_step=spike_step,
                         spike=50.0, seed=0)
     clipped = float(r.delayed["clipped_fraction"][spike_step])
     bucket = ("none" if clipped == 0 else "under 10%" if clipped < 0.1 else
               "about half" if clipped < 0.9 else "over 90%")
     return _ex("spike_questions", "What a delayed scale clips when a spike arrives",
-               "lowprec.simulations.spike.simulate_stream(E4M3FN, history 16, max, 140 steps, × 50 at "
+               "lowprec.simulations.spike.simulate_stream(E4M3FN, history 16, max, 200 steps, × 50 at "
                "step 100, seed 0; 4096 values per step): the clipped fraction at the spike, bucketed, "
                "and the steps of coarse grid after it",
                {"clipped_bucket": bucket, "clipped_pct": 100 * clipped, "coarse_steps": r.reduced_steps(),
@@ -931,6 +984,7 @@ EXAMPLES: dict[str, Callable[[], Example]] = {
     "te_scale_rule": te_scale_rule,
     "grouping_table": grouping_table,
     "nvfp4_metadata": nvfp4_metadata,
+    "block_views": block_views,
     "spike_questions": spike_questions,
     "accumulator_swamping": accumulator_swamping,
     "bf16_bin_at_3": bf16_bin_at_3,
