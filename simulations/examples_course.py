@@ -213,6 +213,10 @@ def scale_one_table() -> Example:
                                  else "rises only for small magnitudes" if low_rises
                                  else "rises only for large magnitudes" if high_rises else "flat")
     values["scale_one_floor"] = floor
+    probe = explain_cast("0.005", "E4M3FN", "torch")
+    values.update({"probe_x": 0.005, "probe_value": probe.value, "probe_value_text": probe.exact,
+                   "probe_rel_err_pct": 100 * probe.rel_error, "probe_class": probe.cls})
+    digits["probe_rel_err_pct"] = 0
     return _ex("scale_one_table", "E4M3FN with encode scale 1 vs the amax scale, by standard deviation",
                f"{SCALE_ONE_N} values N(0, σ²) in float32 per tensor, {len(SCALE_ONE_SEEDS)} tensors "
                "(seeds 0-3) per σ; formats.quantize to E4M3FN (nearest-even, saturating) with encode "
@@ -666,6 +670,7 @@ def lab_signatures() -> Example:
         values[f"{key}_foreign"] = int(r.contaminated("forward")[: r.steps_run].sum())
         values[f"{key}_calls"] = calls
         values[f"{key}_commits_per_layer"] = int(r.commits[0, 0])
+        values[f"{key}_total_commits"] = int(r.state_commits.sum())
         values[f"{key}_max_diff"] = float(np.nanmax(r.max_abs_diff)) if r.recomputed.any() else 0.0
         values[f"{key}_verdict"] = r.verdict()
     cab = runs["consume-after-advance"]
@@ -696,7 +701,6 @@ def lab_signatures() -> Example:
     values["gate_outcome"] = (f"it raises {gate.failure['type']}" if gate.failure is not None
                               else "it runs")
     values["gate_failing_layer"] = gate.recompute_order[gate.failure["step"]][0] if gate.failure else -1
-    values["recompute_mutates_total_commits"] = int(runs["recompute-mutates"].state_commits.sum())
     return _ex("lab_signatures", "The signature of each recompute defect (widget defaults)",
                "lowprec.simulations.recompute.run_recompute(variant) with RecomputeConfig defaults (4 layers, "
                "width 64, batch 16, 20 steps, seed 0, E4M3FN, history 16, max, real non-reentrant "
@@ -915,14 +919,19 @@ def calibration_ranges() -> Example:
             values[f"{key}_{label}_err"] = rep.rms_rel_error
             values[f"{key}_{label}_zero_pct"] = 100 * rep.flushed_fraction
             values[f"{key}_{label}_clipped_pct"] = 100 * float(np.mean(ax > amax))
+            bulk = ax <= ranges["p99"]  # the 99 % of values inside every range
+            values[f"{key}_{label}_bulk_err"] = error_metrics(x[bulk], x_hat[bulk]).rms_rel_error
         errs = {label: float(values[f"{key}_{label}_err"]) for label in ranges}  # type: ignore[arg-type]
         values[f"{key}_best"] = CALIBRATION_RANGES[min(errs, key=lambda k: errs[k])]
+        bulk_errs = {label: float(values[f"{key}_{label}_bulk_err"]) for label in ranges}  # type: ignore[arg-type]
+        values[f"{key}_bulk_best"] = CALIBRATION_RANGES[min(bulk_errs, key=lambda k: bulk_errs[k])]
     grid = explain_cast("0.001", "INT4", decode_scale=0.003)
     values.update({"probe_x": 0.001, "probe_decode_scale": 0.003, "probe_value": grid.value})
     return _ex("calibration_ranges", "Calibrating a heavy-tailed tensor for INT4, INT8 and E4M3FN",
                "8192 Student-t(3) values × 1e-3 (seed 1) in float32; lowprec.simulations.scaling."
                "quantize_scaled(x, fmt, 'tensor', amax=range) with range = max, 99.9th or 99th "
-               "percentile of |x|; error ‖x̂ − x‖ / ‖x‖ and share flushed to zero (simulations.metrics); "
+               "percentile of |x|; error ‖x̂ − x‖ / ‖x‖ over all values and over the bulk (|x| ≤ the 99th "
+               "percentile), share flushed to zero (simulations.metrics); "
                "formats.explain_cast('0.001', 'INT4', decode_scale=0.003)",
                values, "int4_best", units={k: "%" for k in values if k.endswith("_pct")},
                digits={**{k: 3 for k in values if k.endswith("_err")},
