@@ -146,14 +146,16 @@ def absorption_bf16() -> Example:
 
     small = absorption("BF16", 0.003)
     large = absorption("BF16", 0.005)
+    fp16 = absorption("FP16", 0.0)
     return _ex("absorption_bf16", "1 + 0.003 in BF16",
                "lowprec.simulations.cliffs.absorption('BF16', x): the exact sum 1 + x rounded once to "
                "BF16 (nearest-even)",
                {"x_small": 0.003, "sum_small": small.total,
                 "outcome_small": "stays 1" if small.total == 1.0 else f"moves to {small.total}",
                 "x_large": 0.005, "sum_large": large.total, "threshold": small.threshold,
-                "threshold_text": _pow2(small.threshold), "gap": small.gap_above},
-               "outcome_small")
+                "threshold_text": _pow2(small.threshold), "gap": small.gap_above,
+                "fp16_threshold": fp16.threshold, "fp16_threshold_text": _pow2(fp16.threshold)},
+               "outcome_small", digits={"fp16_threshold": 11})
 
 
 # ------------------------------------------------------------------------------------------------
@@ -533,22 +535,28 @@ def attention_three_probs() -> Example:
 
     p = np.array([THREE_PROBS])
     v = np.array(THREE_VALUES)
-    exact = float(p[0] @ v)
-    values: dict[str, Value] = {"probs": list(THREE_PROBS), "values": list(THREE_VALUES), "exact": exact}
+    # sums of products in exact Fraction arithmetic (the decimal probabilities as written)
+    p_exact = [Fraction(str(x)) for x in THREE_PROBS]
+    v_exact = [Fraction(x) for x in THREE_VALUES]
+    exact = sum((a * b for a, b in zip(p_exact, v_exact)), Fraction(0))
+    values: dict[str, Value] = {"probs": list(THREE_PROBS), "values": list(THREE_VALUES), "exact": float(exact)}
     for fmt in ("E2M1", "E4M3FN"):
         key = fmt.lower()
         r = round_probs(p, fmt)[0]
+        r_exact = [Fraction(float(x)) for x in r]
+        out = sum((a * b for a, b in zip(r_exact, v_exact)), Fraction(0))
         values[f"{key}_probs"] = [float(x) for x in r]
-        values[f"{key}_output"] = float(r @ v)
-        values[f"{key}_delta_o"] = float(r @ v) - exact
-        values[f"{key}_mass_error"] = float(np.sum(r)) - 1.0
+        values[f"{key}_output"] = float(out)
+        values[f"{key}_delta_o"] = float(out - exact)
+        values[f"{key}_mass_error"] = float(sum(r_exact) - 1)
     var = stochastic_variance(p, "E4M3FN")[0]
     values["e4m3fn_sr_var_entries"] = [float(x) for x in var]
     values["e4m3fn_sr_var_output"] = float(np.sum(v**2 * var))
     values["e4m3fn_sr_std_output"] = math.sqrt(float(np.sum(v**2 * var)))
     return _ex("attention_three_probs", "One query's probabilities [0.6, 0.3, 0.1] over values [0, 2, 10]",
                "lowprec.simulations.attention.round_probs (nearest-even, no scale) and "
-               "stochastic_variance (E4M3FN); output P̃·V summed in float64; Var(ΔO) = Σ V_j² Var(e_j)",
+               "stochastic_variance (E4M3FN); output P̃·V and ΔO summed exactly (Fraction); "
+               "Var(ΔO) = Σ V_j² Var(e_j)",
                values, "e2m1_output",
                digits={"e4m3fn_sr_var_output": 6, "e4m3fn_sr_std_output": 4})
 
@@ -980,7 +988,7 @@ def conventions_edges() -> Example:
                 "first_nan_input": first_nan, "first_nan_text": float(first_nan).hex(),
                 "first_nan_ml_dtypes": cast(first_nan, E4M3FN, "ml_dtypes"),
                 "first_nan_torch": cast(first_nan, E4M3FN, "torch")},
-               "e5m2_62000_triton", digits={"first_nan_input": 9})
+               "e5m2_62000_triton", digits={"first_nan_input": 15, "e8m0_zero_torch": 16})
 
 
 EXAMPLES: dict[str, Callable[[], Example]] = {

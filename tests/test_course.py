@@ -100,6 +100,16 @@ def test_two_to_four_exercises_with_hints_and_solution(lesson: Lesson) -> None:
         assert e.answer.source.startswith("example:")
 
 
+@pytest.mark.parametrize("lesson", LESSONS, ids=IDS)
+def test_an_exact_number_answer_is_shown_exactly(lesson: Lesson) -> None:
+    """A learner who types the answer as the solution prints it must be right: an answer checked
+    exactly has a text that parses back to the same number (units after a space are left out)."""
+    for b in _blocks(lesson):
+        if isinstance(b, (PredictionBlock, ExerciseBlock)) and b.answer.kind == "number":
+            if b.answer.tolerance[0] == "exact":
+                assert b.answer.check(b.answer.text.split()[0]), (lesson.slug, b.id, b.answer.text)
+
+
 def _prediction_spans(blocks: list) -> list[tuple[int, int]]:  # type: ignore[type-arg]
     spans = []
     for i, b in enumerate(blocks):
