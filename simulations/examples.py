@@ -42,7 +42,7 @@ from .example_record import Example, Value, as_number, format_number
 from .mx import mx_scale_rule_table
 from .spike import simulate_stream
 
-__all__ = ["EXAMPLES", "Example", "example", "list_examples"]
+__all__ = ["EXAMPLES", "TORCH_EXAMPLES", "Example", "example", "list_examples"]
 
 
 def _short_exp(v: float) -> str:
@@ -441,24 +441,32 @@ EXAMPLES: dict[str, Callable[[], Example]] = {
     **examples_course.EXAMPLES,  # the course's predictions and exercises
 }
 
+#: examples that need torch (autograd or torch.utils.checkpoint is the point): `example(name)`
+#: resolves them, the default listing leaves them out so that it stays torch-free
+TORCH_EXAMPLES: dict[str, Callable[[], Example]] = {**examples_course.TORCH_EXAMPLES}
+
 _CACHE: dict[str, Example] = {}
 
 
 def example(name: str) -> Example:
-    """The example called `name`, computed once and cached; ValueError listing known names."""
-    if not isinstance(name, str) or name not in EXAMPLES:
-        raise ValueError(f"unknown example {name!r}; known: {', '.join(sorted(EXAMPLES))}")
+    """The example called `name` (of EXAMPLES or TORCH_EXAMPLES), computed once and cached;
+    ValueError listing known names."""
+    known = {**EXAMPLES, **TORCH_EXAMPLES}
+    if not isinstance(name, str) or name not in known:
+        raise ValueError(f"unknown example {name!r}; known: {', '.join(sorted(known))}")
     if name not in _CACHE:
-        ex = EXAMPLES[name]()
+        ex = known[name]()
         if ex.name != name:
             raise ValueError(f"example function for {name!r} returned an example named {ex.name!r}")
         _CACHE[name] = ex
     return _CACHE[name]
 
 
-def list_examples() -> list[Example]:
-    """Every registered example, sorted by name."""
-    return [example(name) for name in sorted(EXAMPLES)]
+def list_examples(include_torch: bool = False) -> list[Example]:
+    """Every registered example, sorted by name; those of TORCH_EXAMPLES only with
+    `include_torch` (they import torch)."""
+    names = sorted({*EXAMPLES, *(TORCH_EXAMPLES if include_torch else ())})
+    return [example(name) for name in names]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

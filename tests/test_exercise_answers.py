@@ -738,3 +738,16 @@ def test_oracles_can_fail() -> None:
     assert int(fake.value) != code8(3.5, E4M3)
     assert ORACLES["example:softmax_threshold.fp32_d"]() != 19  # the old sufficient-but-not-smallest d
     assert spike_clip_bucket() != "none"
+
+
+def test_torch_examples_resolve_by_name_and_stay_out_of_the_default_listing() -> None:
+    from lowprec import strictjson
+    from lowprec.simulations.examples import EXAMPLES, TORCH_EXAMPLES, list_examples
+
+    assert set(TORCH_EXAMPLES) == {"checkpoint_primer", "lab_signatures", "silent_scale"}
+    assert not set(TORCH_EXAMPLES) & set(EXAMPLES)
+    assert {e.name for e in list_examples()} == set(EXAMPLES)
+    for name in TORCH_EXAMPLES:
+        ex = example(name)
+        assert ex.name == name
+        strictjson.loads(strictjson.dumps(ex.to_dict()))
