@@ -389,7 +389,7 @@ def spike_questions() -> Example:
                "and the steps of coarse grid after it",
                {"clipped_bucket": bucket, "clipped_pct": 100 * clipped, "coarse_steps": r.reduced_steps(),
                 "history": history, "clipped_current_pct": 100 * float(r.current["clipped_fraction"][spike_step])},
-               "clipped_bucket", units={"clipped_pct": "%", "clipped_current_pct": "%"},
+               "clipped_bucket", units={"clipped_pct": "%", "clipped_current_pct": "%", "coarse_steps": "steps"},
                digits={"clipped_pct": 0, "clipped_current_pct": 0})
 
 
