@@ -196,9 +196,8 @@ def scale_one_table() -> Example:
         values[f"se_err_one_pct_{label}"] = 100 * float(one.std(ddof=1) / math.sqrt(k))
         values[f"se_err_amax_pct_{label}"] = 100 * float(amax.std(ddof=1) / math.sqrt(k))
         values[f"se_ratio_{label}"] = float(ratio.std(ddof=1) / math.sqrt(k))
-        digits.update({f"err_one_pct_{label}": 2 if sigma < 0.01 else 2,
-                       f"err_amax_pct_{label}": 2, f"ratio_{label}": 2})
-    digits["err_one_pct_0_005"] = 1
+        digits.update({f"err_one_pct_{label}": 2, f"err_amax_pct_{label}": 2, f"ratio_{label}": 2})
+    digits["err_one_pct_0_005"] = 1  # 11.3 %: three significant figures, like the other errors
     ratio_small = values["ratio_0_005"]
     assert isinstance(ratio_small, float)
     values["ratio_0_005_bucket"] = _nearest_label(

@@ -67,6 +67,12 @@ def test_old_slugs_survive_and_orders_are_consecutive() -> None:
 
 
 @pytest.mark.parametrize("lesson", LESSONS, ids=IDS)
+def test_title_is_plain_text(lesson: Lesson) -> None:
+    # page titles and listings print the title as written: no quotes, no HTML-special characters
+    assert not re.search(r"[\"'<>&]", lesson.title), lesson.title
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=IDS)
 def test_one_goal_sentence(lesson: Lesson) -> None:
     goal = lesson.goal.strip()
     assert goal.endswith("."), goal
