@@ -91,12 +91,16 @@ class NVFP4Tensor:
         return nvfp4_bits_per_element(int(np.prod(self.shape, dtype=np.int64)) or None, self.block_2d)
 
     def dequantize(self) -> np.ndarray:
-        """value(code) · block_scale · tensor_scale (products in float64, exact), as float32."""
+        """value(code) · block_scale · tensor_scale (products in float64, exact), in the source dtype
+        (float32, or float64 for float64 input, whose saturated values can exceed float32)."""
         g = self.granularity
         vals = g.to_groups(formats.decode(self.codes, formats.E2M1).astype(np.float64))
         bscale = formats.decode(scale_groups(self.scale_codes, g, self.shape), formats.E4M3FN).astype(np.float64)
-        out = vals * (bscale * self.tensor_scale)[:, None]
-        return g.from_groups(out, self.shape).astype(np.float32)
+        with np.errstate(invalid="ignore"):  # 0 · Inf under torchao's Inf tensor scale is NaN, as there
+            out = vals * (bscale * self.tensor_scale)[:, None]
+        dt = np.float64 if self.source_dtype == "float64" else np.float32
+        with np.errstate(over="ignore"):
+            return g.from_groups(out, self.shape).astype(dt)
 
     def to_dict(self) -> dict[str, Any]:
         return {
