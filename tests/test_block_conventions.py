@@ -154,3 +154,52 @@ def test_nan_amax_under_each_convention() -> None:
     assert ((ao.scale_codes & 0x7F) == 0x7F).all() and np.isnan(ao.dequantize()).all()
     te = quantize_nvfp4(x, convention="transformer_engine")
     assert ((te.scale_codes & 0x7F) == 0x7F).all() and (te.codes == 0).all()
+
+
+# ------------------------------------------------------------------------------------------------
+# the worked block of the lesson, by exact arithmetic
+# ------------------------------------------------------------------------------------------------
+
+
+def test_worked_block_example_against_exact_arithmetic() -> None:
+    from lowprec.simulations.examples import example
+    from lowprec.simulations.examples_blocks import WORKED_BLOCK
+
+    ex = example("nvfp4_three_conventions").values
+    block = [Fraction(float(np.float32(v))) for v in WORKED_BLOCK]
+    amax = max(abs(b) for b in block)
+    # tensor amax 2688 = 448 · 6: every convention's tensor scale is exactly 1
+    assert ex["ocp_tensor_scale"] == ex["torchao_tensor_scale"] == ex["te_tensor_scale"] == 1.0
+    # OCP: E4M3(amax / 6) — 0.0058 / 6 < 2^-10, half of E4M3's smallest subnormal 2^-9: rounds to 0
+    assert amax / 6 < Fraction(1, 2**10) and rne_code(amax / 6, "E4M3FN") == 0 == ex["ocp_scale_code"]
+    assert ex["ocp_nonzero"] == 0 and ex["ocp_rms_rel_error"] == 1.0
+    # torchao: the scale is clamped to 2^-6 first (E4M3 code 0 0001 000 = 0x08); elements x · 64
+    s = Fraction(1, 64)
+    assert rne_code(s, "E4M3FN") == 0x08 == ex["torchao_scale_code"]
+    codes = [rne_code(b / s, "E2M1", negative=b < 0) for b in block]
+    decoded = [Fraction(code_value(c, "E2M1")) * s for c in codes]
+    assert sum(d != 0 for d in decoded) == ex["torchao_nonzero"] == 4  # 0.0058 … 0.0041 → ±0.5 · 2^-6
+    err = sum((d - b) ** 2 for d, b in zip(decoded, block)) / sum(b * b for b in block)
+    assert ex["torchao_rms_rel_error"] == pytest.approx(float(err) ** 0.5, rel=1e-12)
+    # Transformer Engine: E4M3(fl32(amax · fl32(1 · fl32(1/6)))) = 0 as well; the encode scale
+    # min(1 / (0 · 1), FLT_MAX) = FLT_MAX; 0.0058 · FLT_MAX clamps to 6: code 0111
+    te_scale = Fraction(float(np.float32(np.float32(max(map(float, block))) * np.float32(1 / 6))))
+    assert rne_code(te_scale, "E4M3FN") == 0 == ex["te_scale_code"]
+    assert ex["te_largest_code"] == rne_code(block[0] * FLT_MAX, "E2M1") == 0x7
+    assert ex["te_nonzero"] == 0 and ex["te_rms_rel_error"] == 1.0
+
+
+def test_table_of_differences_is_computed_per_convention() -> None:
+    rows = {p.name: p for p in BC.block_conventions_table()}
+    small = rows["NVFP4 small block scale"].comparison
+    # 0.06 / 6 = 0.01 < 2^-6: ocp rounds to the subnormal 5 · 2^-9 (0x05); torchao clamps to 2^-6
+    assert small.outcome("ocp").scale_code == rne_code(Fraction(float(np.float32(0.06))) / 6, "E4M3FN") == 0x05
+    assert small.outcome("torchao").scale_code == 0x08
+    zero = rows["NVFP4 zero block scale"].comparison
+    assert zero.outcome("transformer_engine").codes[:2].tolist() == [0x7, 0xF]
+    assert (zero.outcome("ocp").codes == 0).all()
+    nan = rows["MX block with NaN"].comparison
+    assert nan.outcome("ocp").scale_code == 0xFF and nan.outcome("transformer_engine").scale_code == 127 - 8
+    assert strictjson.loads(strictjson.dumps([p.to_dict() for p in rows.values()]))[0]["name"]
+    with pytest.raises(ValueError, match=r"block=5 is out of range: the tensor has 2 blocks of 16"):
+        BC.compare_conventions(np.zeros(32, np.float32), "NVFP4", 5)
