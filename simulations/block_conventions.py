@@ -713,7 +713,8 @@ def _probe_tensors() -> list[tuple[str, str, str, np.ndarray, int, tuple[int, ..
                    np.full(32, 2.0**-120, f32), 0, (0,)))
     x = np.full(32, 1.0, f32)
     x[0] = np.inf
-    probes.append(("MX block with +Inf", "MXFP8 E4M3 block: +Inf and 31 ones", "MXFP8_E4M3", x, 0, (0, 1)))
+    probes.append(("MX block with +Inf", "MXFP8 E4M3 block: +Inf and 31 ones (448 · 2^127 is +Inf in float32)", "MXFP8_E4M3",
+                   x, 0, (0, 1)))
     x = np.full(32, 1.0, f32)
     x[0] = np.nan
     probes.append(("MX block with NaN", "MXFP8 E4M3 block: NaN and 31 ones", "MXFP8_E4M3", x, 0, (0, 1)))
