@@ -11,6 +11,7 @@ import pytest
 
 from lowprec import strictjson
 from lowprec.simulations import block_conventions as BC
+from lowprec.simulations.block_comparison import block_conventions_table, compare_conventions
 from lowprec.simulations.mx import quantize_mx
 from lowprec.simulations.nvfp4 import quantize_nvfp4
 from tests.scaling_oracles import code_value, rne_code
@@ -190,7 +191,7 @@ def test_worked_block_example_against_exact_arithmetic() -> None:
 
 
 def test_table_of_differences_is_computed_per_convention() -> None:
-    rows = {p.name: p for p in BC.block_conventions_table()}
+    rows = {p.name: p for p in block_conventions_table()}
     small = rows["NVFP4 small block scale"].comparison
     # 0.06 / 6 = 0.01 < 2^-6: ocp rounds to the subnormal 5 · 2^-9 (0x05); torchao clamps to 2^-6
     assert small.outcome("ocp").scale_code == rne_code(Fraction(float(np.float32(0.06))) / 6, "E4M3FN") == 0x05
@@ -202,4 +203,4 @@ def test_table_of_differences_is_computed_per_convention() -> None:
     assert nan.outcome("ocp").scale_code == 0xFF and nan.outcome("transformer_engine").scale_code == 127 - 8
     assert strictjson.loads(strictjson.dumps([p.to_dict() for p in rows.values()]))[0]["name"]
     with pytest.raises(ValueError, match=r"block=5 is out of range: the tensor has 2 blocks of 16"):
-        BC.compare_conventions(np.zeros(32, np.float32), "NVFP4", 5)
+        compare_conventions(np.zeros(32, np.float32), "NVFP4", 5)

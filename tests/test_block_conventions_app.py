@@ -9,6 +9,7 @@ import pytest
 
 from lowprec import strictjson
 from lowprec.simulations import block_conventions as BC
+from lowprec.simulations.block_comparison import block_conventions_table
 from lowprec.simulations.examples_blocks import worked_block_comparison
 
 
@@ -16,7 +17,7 @@ def test_conventions_widget_block_section_draws_the_simulation() -> None:
     from lowprec.app.widgets import Conventions
 
     w = Conventions()
-    probes = BC.block_conventions_table()
+    probes = block_conventions_table()
     table = w.block_sources["probes"].data
     assert table["probe"] == [p.name for p in probes]
     assert set(table) == {"probe", "input", "ocp", "torchao", "transformer_engine"}
