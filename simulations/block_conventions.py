@@ -29,7 +29,7 @@ the models):
 |---|---|---|---|
 | MX rceil exponent | exact ceil(log2(amax/max_elem)) | ceil of float32 log2 of fl32(amax/max_elem) | exponent of fl32(amax · fl32(1/max_elem)), rounded up |
 | MX block at X = −127 | elements × 2^127 | floor: ÷ 2^−126 (F32_MIN_NORMAL); rceil: × 1 | × 2^127 |
-| MX Inf / NaN block | NaN scale, zero codes | Inf: floor 2^(128−emax_elem), rceil 2^127; NaN: NaN scale, NaN codes | NaN skipped by the amax; Inf: scale 2^127, ±max codes |
+| MX Inf / NaN block | NaN scale, zero codes | Inf: scale 2^(128−emax_elem) (floor) or 2^127 (rceil); NaN: NaN scale, and NaN codes (rceil: every element; floor: the NaN/Inf ones, the rest ±0) | NaN skipped by the amax; Inf: scale 2^127, Inf → ±max code |
 | NVFP4 tensor amax | finite blocks only; FP32 overflow saturates | every element (NaN/Inf propagate) | every element; Inf gives global scale 1 |
 | NVFP4 block scale | E4M3(amax / 6 / ts), exact; may be subnormal or 0 | clamped to [2^−6, 448] | no lower clamp; product with fl32(enc · fl32(1/6)) |
 | NVFP4 elements | x / (s · ts), exact; zero scale → zero codes | x · fl32(fl32(1/ts) / s) | x · min(fl32(1/fl32(s · dec)), FLT_MAX): zero scale → ±6 codes |
