@@ -24,8 +24,8 @@ def test_conventions_widget_block_section_draws_the_simulation() -> None:
     row = table["probe"].index("NVFP4 small block scale")
     small = probes[row].comparison
     for name in BC.BLOCK_CONVENTIONS:  # each cell starts with that convention's computed scale code
-        assert table[name][row].startswith(f"scale 0x{small.outcome(name).scale_code:02X} = ")
-    assert "scale 0x08 = 0.015625" in table["torchao"][row] and "scale 0x05 = " in table["ocp"][row]
+        assert table[name][row].startswith(f"0x{small.outcome(name).scale_code:02X} = ")
+    assert table["torchao"][row].startswith("0x08 = 0.015625, ts 1 ") and table["ocp"][row].startswith("0x05 = 0.009766")
     worked = worked_block_comparison()
     cols = w.block_sources["worked"].data
     np.testing.assert_array_equal(cols["input"], worked.input)

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 from bokeh.models import ColumnDataSource, HoverTool
-from bokeh.models.widgets.tables import DataTable, TableColumn
+from bokeh.models.widgets.tables import DataTable, NumberFormatter, TableColumn
 from bokeh.plotting import figure
 
 from lowprec import formats
@@ -105,28 +105,33 @@ def reports_table_figure(source: Any) -> DataTable:
 
 
 def _value_text(v: float) -> str:
-    """A decoded value: short decimal, or exact power-of-two text when the decimal would be long."""
+    """A value in a narrow cell: its decimal when short and exact, else 2^k for a power of two, else
+    four significant digits (NaN, ±Inf, 0 spelled)."""
     if not math.isfinite(v) or v == 0:
         return power_of_two_text(v)
     short = f"{v:.6g}"
-    return short if len(short) <= 8 else power_of_two_text(v)
+    if len(short) <= 8 and float(short) == v:
+        return short
+    m, e = math.frexp(abs(v))
+    if m == 0.5:
+        return f"{'-' if v < 0 else ''}2^{e - 1}"
+    return f"{v:.4g}"
 
 
 def outcome_text(probe: ConventionProbe, outcome: ConventionOutcome) -> str:
-    """One cell: 'scale 0x05 = 5 × 2^-9; x[0] → 0x7 = 0.0586' (MX scales as 2^X; NVFP4 with ts)."""
-    nvfp4 = outcome.tensor_scale is not None
-    if nvfp4:
-        ts = float(outcome.tensor_scale or 0.0)
+    """One cell: the block's scale code and value (NVFP4: with the tensor scale ts), then each probed
+    element's code and decoded value: '0x05 = 0.009766, ts 1 · x[0]: 0x7 → 0.05859'."""
+    if outcome.tensor_scale is not None:
         block = float(formats.decode(np.array([outcome.scale_code], np.uint8), formats.E4M3FN)[0])
-        scale = f"scale 0x{outcome.scale_code:02X} = {_value_text(block)}, ts {_value_text(ts)}"
-    elif outcome.scale_code == 0xFF:
-        scale = "scale 0xFF = NaN"
+        scale = f"0x{outcome.scale_code:02X} = {_value_text(block)}, ts {_value_text(float(outcome.tensor_scale))}"
+        width = 1
     else:
-        scale = f"scale 0x{outcome.scale_code:02X} = 2^{outcome.scale_code - 127}"
-    width = 1 if nvfp4 else 2
-    elems = "; ".join(f"x[{i}] → 0x{int(outcome.codes[i]):0{width}X} = {_value_text(float(outcome.decoded[i]))}"
+        value = "NaN" if outcome.scale_code == 0xFF else f"2^{outcome.scale_code - 127}"
+        scale = f"0x{outcome.scale_code:02X} = {value}"
+        width = 2
+    elems = "; ".join(f"x[{i}]: 0x{int(outcome.codes[i]):0{width}X} → {_value_text(float(outcome.decoded[i]))}"
                       for i in probe.elements)
-    return f"{scale}; {elems}"
+    return f"{scale} · {elems}"
 
 
 def block_conventions_sources(probes: list[ConventionProbe]) -> dict[str, list[Any]]:
@@ -165,20 +170,22 @@ def worked_block_summary(comparison: ConventionComparison) -> str:
 
 
 def block_conventions_table_figure(source: Any) -> DataTable:
-    """One row per probe, one column per block convention."""
-    cols = [TableColumn(field="probe", title="probe", width=170), TableColumn(field="input", title="input", width=330)]
-    cols += [TableColumn(field=name, title=name, width=300) for name in BLOCK_CONVENTIONS]
-    return DataTable(source=source, columns=cols, height=330, width=1400, index_position=None)
+    """One row per probe, one column per block convention (scale code = value · element: code → value)."""
+    cols = [TableColumn(field="probe", title="probe", width=160), TableColumn(field="input", title="input", width=360)]
+    cols += [TableColumn(field=name, title=f"{name}: scale · element → decoded", width=320) for name in BLOCK_CONVENTIONS]
+    return DataTable(source=source, columns=cols, height=320, width=1480, index_position=None)
 
 
 def worked_block_table_figure(source: Any) -> DataTable:
     """The worked block element by element: input, then code, decoded value and error per convention."""
-    cols = [TableColumn(field="element", title="element", width=60), TableColumn(field="input", title="input", width=90)]
+    number = NumberFormatter(format="0.0000000")
+    cols = [TableColumn(field="element", title="element", width=60),
+            TableColumn(field="input", title="input", width=95, formatter=number)]
     for name in BLOCK_CONVENTIONS:
-        cols += [TableColumn(field=f"{name}_code", title=f"{name} code", width=95),
-                 TableColumn(field=f"{name}_decoded", title=f"{name} decoded", width=110),
-                 TableColumn(field=f"{name}_error", title=f"{name} error", width=110)]
-    return DataTable(source=source, columns=cols, height=330, width=1200, index_position=None)
+        cols += [TableColumn(field=f"{name}_code", title=f"{name} code", width=90),
+                 TableColumn(field=f"{name}_decoded", title=f"{name} decoded", width=105, formatter=number),
+                 TableColumn(field=f"{name}_error", title=f"{name} error", width=105, formatter=number)]
+    return DataTable(source=source, columns=cols, height=440, width=1100, index_position=None)
 
 
 def worked_block_figure(source: ColumnDataSource, width: int = 720) -> Any:
@@ -193,6 +200,8 @@ def worked_block_figure(source: ColumnDataSource, width: int = 720) -> Any:
                     line_width=2, legend_label=name)
     fig.add_tools(HoverTool(tooltips=[("element", "@element"), ("input", "@input{0.00000e}")]
                             + [(name, f"@{name}_decoded{{0.00000e}} (@{name}_code)") for name in BLOCK_CONVENTIONS]))
-    fig.legend.location = "bottom_left"
-    fig.legend.click_policy = "hide"
+    legend = fig.legend[0]
+    fig.center.remove(legend)
+    legend.click_policy = "hide"
+    fig.add_layout(legend, "right")
     return fig
