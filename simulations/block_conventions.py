@@ -216,7 +216,9 @@ class NVFP4BlockScale(str, Enum):
     CLAMPED_QUOTIENT: torchao: E4M3(clamp(fl32(fl32(amax / 6) / ts), 2^−6, 448)): never below
         E4M3's smallest normal 2^−6.
     SCALED_PRODUCT: Transformer Engine: E4M3(clamp(min(fl32(amax · fl32(enc · fl32(1 / 6))),
-        FLT_MAX), ≤ 448)): no lower clamp.
+        FLT_MAX), ≤ 448)): no lower clamp. A NaN anywhere in the tensor makes every block scale the
+        E4M3 NaN; its sign bit is not TE's (in TE's torch reference it depends on the SIMD lane that
+        handles the block), and is set here (0xFF).
     """
 
     EXACT_QUOTIENT = "exact_quotient"
