@@ -8,8 +8,9 @@ typed in (a block size, a byte count per token, the value being cast). Sizes use
 (10^6 bytes) and binary gibibytes (2^30 bytes). Block layouts follow the OCP Microscaling Formats (MX)
 v1.0 specification (32 elements per E8M0 scale) and NVIDIA's NVFP4 description (16 E2M1 elements per
 E4M3 scale, one FP32 scale per tensor). The record itself is `simulations.example_record.Example`;
-the lesson-specific examples of `simulations.examples_extra` and the predictions and exercises of
-`simulations.examples_course` join this registry.
+the lesson-specific examples of `simulations.examples_extra`, the predictions and exercises of
+`simulations.examples_course` and the block-convention examples of `simulations.examples_blocks`
+join this registry.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from lowprec.formats import (
     policy_for,
 )
 
-from . import examples_course, examples_extra
+from . import examples_blocks, examples_course, examples_extra
 from ._io import ArgumentParser, write_json
 from .example_record import Example, Value, as_number, format_number
 from .mx import mx_scale_rule_table
@@ -439,6 +440,7 @@ EXAMPLES: dict[str, Callable[[], Example]] = {
     "delayed_spike": delayed_spike,
     **examples_extra.EXAMPLES,  # lesson-specific examples
     **examples_course.EXAMPLES,  # the course's predictions and exercises
+    **examples_blocks.EXAMPLES,  # block-format conventions
 }
 
 #: examples that need torch (autograd or torch.utils.checkpoint is the point): `example(name)`
