@@ -183,9 +183,14 @@ class LessonComponent(pn.custom.JSComponent):
 
     def __init__(self, data: dict[str, Any] | None = None, **params: Any) -> None:
         if data is not None:
-            params["spec"] = strictjson.dumps(data)
+            params["spec"] = self.encode(data)
         params.setdefault("sizing_mode", "stretch_width")
         super().__init__(**params)
+
+    @staticmethod
+    def encode(data: dict[str, Any]) -> str:
+        """`data` as the `spec` string: strict JSON (non-finite numbers as "nan"/"inf"/"-inf")."""
+        return strictjson.dumps(data, indent=None)
 
     @property
     def data(self) -> Any:

@@ -69,12 +69,13 @@ class CodeVerdict:
     bits: str
     value: float  # the code's value (NaN/±Inf for special codes)
     exact: str  # power-of-two text of the value ('13/8 × 2^-4', 'NaN')
+    shown: str  # the value as the page shows it: '0.1015625 = 13/8 × 2^-4', '-0', 'NaN'
     verdict: str  # one of VERDICTS
     text: str  # the explanation shown
 
     def to_dict(self) -> dict[str, Any]:
         return {"code": self.code, "hex": self.hex, "bits": self.bits, "value": self.value,
-                "exact": self.exact, "verdict": self.verdict, "text": self.text}
+                "exact": self.exact, "shown": self.shown, "verdict": self.verdict, "text": self.text}
 
 
 @dataclass(frozen=True)
@@ -194,7 +195,7 @@ def bin_challenge(config: ChallengeConfig) -> Challenge:
                                            f"{conv}'s cast gives {ans_text}.")
         else:
             verdict, text = _place(fmt.name, code, policy, x, x_text, head, ans_text)
-        verdicts.append(CodeVerdict(code, hex_, bits, v, exact, verdict, text))
+        verdicts.append(CodeVerdict(code, hex_, bits, v, exact, _value_text(v, exact), verdict, text))
     return Challenge(config, x, answer, task, explanation, answer.fields, tuple(verdicts))
 
 

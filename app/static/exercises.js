@@ -484,10 +484,15 @@ function renderChallenge(model, spec) {
 const VIEWS = {exercise: renderExercise, prediction: renderPrediction, lock: renderLock, challenge: renderChallenge}
 
 export function render({model, view}) {
-  const spec = JSON.parse(model.spec)
-  const make = VIEWS[spec.role]
-  const wrapper = el("div", {class: "lp-component"}, [el("style", {text: CSS})])
-  wrapper.append(make === undefined ? el("p", {text: `unknown lesson component ${spec.role}`}) : make(model, spec, view))
+  const wrapper = el("div", {class: "lp-component"})
+  const build = () => {
+    const spec = JSON.parse(model.spec)
+    const make = VIEWS[spec.role]
+    wrapper.replaceChildren(el("style", {text: CSS}),
+      make === undefined ? el("p", {text: `unknown lesson component ${spec.role}`}) : make(model, spec, view))
+  }
+  build()
+  model.on("spec", build)  // served: a new challenge (or block) replaces the view
   return wrapper
 }
 
