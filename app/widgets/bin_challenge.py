@@ -106,12 +106,15 @@ class BinChallenge(pn.viewable.Viewer):
         return True
 
     def controls(self) -> pn.viewable.Viewable:
-        """The challenge's parameters, in a collapsed card ("Another challenge")."""
+        """The challenge's parameters in a row under "Another challenge". (Not a collapsed
+        `pn.Card`: with Panel 1.9.4 a collapsed card on a page that also holds a Bokeh DataTable
+        stops the page from rendering.)"""
         names = [k.name for k in fields_of(ChallengeConfig)]
         widgets: dict[str, Any] = {"value": {"type": pn.widgets.TextInput, "placeholder": "0.1, -3.3, 465, 0x1.8p3"}}
-        return pn.Card(pn.Param(self.param, parameters=names, widgets=widgets, show_name=False,
-                                default_layout=pn.Row),
-                       title="Another challenge", collapsed=True, sizing_mode="stretch_width")
+        return pn.Column(pn.pane.Markdown("**Another challenge**", margin=(0, 10)),
+                         pn.Param(self.param, parameters=names, widgets=widgets, show_name=False,
+                                  default_layout=pn.Row),
+                         sizing_mode="stretch_width")
 
     def __panel__(self) -> pn.viewable.Viewable:
         return pn.Column(self._view, self._alert, self.controls(), sizing_mode="stretch_width")
