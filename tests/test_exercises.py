@@ -296,3 +296,54 @@ def test_the_page_feedback_reads_the_decode_table(tmp_path: Path) -> None:
         {"result": "unreadable", "message": number_spec["unreadable"]},
         {"result": "incorrect", "message": "Not “a”. Try again, or open a hint."},
     ]
+
+
+PROGRESS_RUNNER = """
+const store = new Map()
+let refuse = false
+const events = []
+globalThis.window = {
+  localStorage: {
+    getItem: (k) => { if (refuse) throw new Error("SecurityError"); return store.has(k) ? store.get(k) : null },
+    setItem: (k, v) => { if (refuse) throw new Error("SecurityError"); store.set(k, String(v)) },
+  },
+  dispatchEvent: (e) => { events.push([e.type, e.detail]) },
+}
+const lesson = await import("./exercises.mjs")
+const out = {}
+out.empty = lesson.readProgress()
+lesson.writeProgress("a/x", "incorrect")
+lesson.writeProgress("a/x", "correct")
+lesson.writeProgress("a/p", "answered")
+out.stored = JSON.parse(store.get("lowprec-progress"))
+out.events = events.slice()
+store.set("lowprec-progress", "[1, 2")
+out.broken = lesson.readProgress()
+store.set("lowprec-progress", "[1, 2]")
+out.array = lesson.readProgress()
+refuse = true
+lesson.writeProgress("b/y", "correct")
+out.refused = lesson.readProgress()
+process.stdout.write(JSON.stringify(out))
+"""
+
+
+@needs_node
+def test_the_progress_store(tmp_path: Path) -> None:
+    """localStorage 'lowprec-progress' holds the last result per '<slug>/<id>', every write
+    dispatches 'lowprec-progress' with {key, result}; a broken or non-object value reads as empty;
+    refused storage falls back to a store shared on window for the page's life."""
+    assert NODE is not None
+    shutil.copyfile(ESM, tmp_path / "exercises.mjs")
+    (tmp_path / "progress.mjs").write_text(PROGRESS_RUNNER, encoding="utf-8")
+    proc = subprocess.run([NODE, "progress.mjs"], capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                          check=False)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["empty"] == {}
+    assert out["stored"] == {"a/x": "correct", "a/p": "answered"}
+    assert out["events"] == [["lowprec-progress", {"key": "a/x", "result": "incorrect"}],
+                             ["lowprec-progress", {"key": "a/x", "result": "correct"}],
+                             ["lowprec-progress", {"key": "a/p", "result": "answered"}]]
+    assert out["broken"] == {} and out["array"] == {}
+    assert out["refused"] == {"a/x": "correct", "a/p": "answered", "b/y": "correct"}

@@ -183,22 +183,31 @@ export function feedback(spec, response, tries) {
 // progress (localStorage "lowprec-progress"), with an in-page fallback when storage is refused
 // ---------------------------------------------------------------------------------------------
 
-const memory = {}
+// the fallback lives on window: each component class loads its own copy of this module
+function memory() {
+  if (typeof window.__lowprecProgress !== "object" || window.__lowprecProgress === null) window.__lowprecProgress = {}
+  return window.__lowprecProgress
+}
 
 export function readProgress() {
+  let raw
   try {
-    const raw = window.localStorage.getItem(PROGRESS_KEY)
+    raw = window.localStorage.getItem(PROGRESS_KEY)
+  } catch (e) {
+    return Object.assign({}, memory())  // storage refused
+  }
+  try {
     const data = raw === null ? {} : JSON.parse(raw)
     return data !== null && typeof data === "object" && !Array.isArray(data) ? data : {}
   } catch (e) {
-    return Object.assign({}, memory)
+    return {}  // not JSON: read as empty; the next write replaces it
   }
 }
 
 export function writeProgress(key, result) {
   const data = readProgress()
   data[key] = result
-  memory[key] = result
+  memory()[key] = result
   try {
     window.localStorage.setItem(PROGRESS_KEY, JSON.stringify(data))
   } catch (e) {
