@@ -28,6 +28,14 @@ Feedback on a wrong answer: for a code, what the learner's code decodes to (a lo
 format's decode table, computed here) and whether it is too low or too high; for a number, too
 low or too high; from the second wrong try on, the right answer too. Hints open one at a time;
 the worked solution on request.
+
+What a static export must keep for these to work offline: the Bokeh document embedded
+(`save(embed=True)`) with Panel's JS inlined (`resources=INLINE`: es-module-shims comes with it,
+and the module is imported from a `blob:` URL, which a Content-Security-Policy must allow); the
+components themselves (they are not Panel widgets, so disabling the page's widgets leaves them
+live; they need no embedded states); and a placed widget may sit inside a `LockRegion`
+(`region.view` is the widget, `region.content` the Column that holds it). `window.lowprecLesson`
+(checkResponse, readProgress, …) is there once a component has loaded.
 """
 
 from __future__ import annotations

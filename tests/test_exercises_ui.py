@@ -165,8 +165,9 @@ class Lesson(WatchedPage):
     """The probe lesson in a fresh page (its own context, so its own localStorage); requests may go only to
     `host` (served) or to files (exported), besides blob:/data: URLs."""
 
-    def __init__(self, browser: Any, url: str) -> None:
+    def __init__(self, browser: Any, url: str, course: Path) -> None:
         self.url = url
+        self.course = course
         host = urlparse(url).netloc
         served = url.startswith("http")
 
@@ -283,9 +284,10 @@ def walk_the_lesson(lesson: Lesson) -> None:
     page.keyboard.press("ArrowDown")
     assert pred.get_by_label("NaN").is_checked()
     page.keyboard.press("Tab")
-    assert page.evaluate("() => { let a = document.activeElement; while (a && a.shadowRoot && "
-                         "a.shadowRoot.activeElement) a = a.shadowRoot.activeElement; return a.textContent }"
-                         ) == "Lock in my prediction"
+    focused = page.evaluate("() => { let a = document.activeElement; while (a && a.shadowRoot && "
+                            "a.shadowRoot.activeElement) a = a.shadowRoot.activeElement; const s = "
+                            "getComputedStyle(a); return [a.textContent, s.outlineStyle, s.outlineWidth] }")
+    assert focused == ["Lock in my prediction", "solid", "3px"]  # visible focus
     page.keyboard.press("Enter")
     wait_until(lambda: lesson.attr(PREDICTION, "data-result") == "answered")
     assert pred.get_by_role("status").inner_text().startswith(
@@ -322,6 +324,18 @@ def walk_the_lesson(lesson: Lesson) -> None:
 
     assert _axe_problems(page) == []
 
+    # the checker the page runs is the one tested against check_response (tests/test_exercises.py)
+    from lowprec.app.lesson_blocks import check_response
+    from lowprec.app.lessons import ExerciseBlock, load_lessons, render_blocks
+
+    (probe,) = load_lessons(Path(lesson.course))
+    blocks = [b for b in render_blocks(probe) if isinstance(b, ExerciseBlock)]
+    for block in blocks:
+        responses = ["0x08", "0000 1000", "0x09", "448", "448.6", "0x1.cp8", "nan", " 447.5 ", "x"]
+        in_page = page.evaluate("([answer, rs]) => rs.map((r) => window.lowprecLesson.checkResponse(answer, r))",
+                                [block.answer.to_dict(), responses])
+        assert in_page == [check_response(block.answer, r) for r in responses]
+
     # a reload keeps every mark and the open lock
     page.reload()
     lesson.open()
@@ -334,24 +348,24 @@ def walk_the_lesson(lesson: Lesson) -> None:
     lesson.check_clean()
 
 
-def test_served_lesson(server: str, browser: Any) -> None:
-    lesson = Lesson(browser, f"{server}/lesson/probe")
+def test_served_lesson(server: str, browser: Any, course: Path) -> None:
+    lesson = Lesson(browser, f"{server}/lesson/probe", course)
     try:
         walk_the_lesson(lesson)
     finally:
         lesson.close()
 
 
-def test_exported_lesson_opened_from_disk(exported: str, browser: Any) -> None:
-    lesson = Lesson(browser, exported)
+def test_exported_lesson_opened_from_disk(exported: str, browser: Any, course: Path) -> None:
+    lesson = Lesson(browser, exported, course)
     try:
         walk_the_lesson(lesson)
     finally:
         lesson.close()
 
 
-def test_a_broken_progress_store_is_read_as_empty(exported: str, browser: Any) -> None:
-    lesson = Lesson(browser, exported)
+def test_a_broken_progress_store_is_read_as_empty(exported: str, browser: Any, course: Path) -> None:
+    lesson = Lesson(browser, exported, course)
     try:
         lesson.page.goto(exported)
         lesson.page.evaluate(f"() => window.localStorage.setItem({KEY!r}, '[1, 2')")
