@@ -2,8 +2,8 @@
 known parameters, every placeholder resolves, format names are spelled one way in prose, and widget
 classes (when importable) accept the parameters the lessons give them.
 
-The widget contract below is written out here from the project brief, independently of
-app.lessons.WIDGET_PARAMS, so a drift in either shows up as a failure.
+A directive's parameters are the fields of the widget's config record (`WIDGET_PARAMS`, derived
+from the registry); every widget is placed by some lesson.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from lowprec.app.lessons import (
+    WIDGET_PARAMS,
     Lesson,
     LessonError,
     MarkdownBlock,
@@ -29,15 +30,6 @@ LESSON_DIR = ROOT / "content" / "lessons"
 LESSON_FILES = sorted(LESSON_DIR.glob("*.md"))
 
 # widget name -> parameter names lessons may set (the shared app convention)
-WIDGET_CONTRACT: dict[str, set[str]] = {
-    "BinExplorer": {"format", "value", "convention", "rounding", "overflow", "compare_format", "decode_scale"},
-    "Conventions": {"format"},
-    "DelayedSpike": {"format", "history", "algo", "margin", "steps", "spike_step", "spike"},
-    "AttentionRounding": {"format", "rounding", "seq", "temperature", "trials", "renormalize", "preset"},
-    "RecomputeDivergence": {"variant", "layers", "steps"},
-    "ScaleGrouping": {"study", "format", "granularity", "outlier", "outlier_row", "outlier_col"},
-    "BlockFormats": {"recipe", "scale_rule", "hadamard", "transposed_view"},
-}
 
 # canonical spellings of format names in prose; longest first so E4M3FNUZ wins over E4M3FN and E4M3
 CANONICAL_NAMES = sorted(
@@ -122,8 +114,8 @@ def test_lesson_renders_with_every_placeholder_resolved(path: Path) -> None:
 def test_directives_use_the_widget_contract(path: Path) -> None:
     for block in render_blocks(_lesson(path)):
         if isinstance(block, WidgetDirective):
-            assert block.name in WIDGET_CONTRACT, f"{path.name}:{block.line}: {block.name}"
-            unknown = set(block.params) - WIDGET_CONTRACT[block.name]
+            assert block.name in WIDGET_PARAMS, f"{path.name}:{block.line}: {block.name}"
+            unknown = set(block.params) - set(WIDGET_PARAMS[block.name])
             assert not unknown, f"{path.name}:{block.line}: {block.name} has no parameter(s) {unknown}"
 
 
@@ -160,16 +152,13 @@ def _all_directives() -> list[tuple[str, WidgetDirective]]:
     return out
 
 
-@pytest.mark.parametrize("widget", sorted(WIDGET_CONTRACT))
+@pytest.mark.parametrize("widget", sorted(WIDGET_PARAMS))
 def test_widget_classes_accept_directive_params(widget: str) -> None:
     """Each directive's parameters pass the widget's own param validation, and the widget built
     with them shows no "Invalid" message (the widget's `error` text stays empty)."""
-    try:
-        from lowprec.app.widgets import get_widget_class
+    from lowprec.app.widgets import get_widget_class
 
-        cls: Any = get_widget_class(widget)
-    except (ImportError, AttributeError, ValueError) as exc:
-        pytest.skip(f"widget {widget} is not importable from app.widgets yet ({exc})")
+    cls: Any = get_widget_class(widget)
     for where, directive in _all_directives():
         if directive.name != widget:
             continue
@@ -186,7 +175,7 @@ def test_widget_classes_accept_directive_params(widget: str) -> None:
 
 def test_every_widget_appears_in_some_lesson() -> None:
     used = {d.name for _, d in _all_directives()}
-    assert used == set(WIDGET_CONTRACT)
+    assert used == set(WIDGET_PARAMS)
 
 
 def test_lessons_link_their_sources() -> None:

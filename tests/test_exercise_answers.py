@@ -451,12 +451,24 @@ def fake_quant_torch(x: float) -> tuple[float, float]:
     return float(y.detach()[0]), float(t.grad[0])
 
 
+def _te_worked_block_largest_code() -> int:
+    """TE's NVFP4 reference (rewritten independently in tests/test_te_reference.py) on the worked
+    tensor: the E2M1 code stored for the worked block's largest element."""
+    from lowprec.simulations.examples_blocks import WORKED_BLOCK, worked_tensor
+    from tests.test_te_reference import te_nvfp4_reference
+
+    _, codes, _ = te_nvfp4_reference(worked_tensor().reshape(1, 32), two_d=False)
+    return int(np.asarray(codes).reshape(-1)[16 + int(np.argmax(WORKED_BLOCK))])
+
+
 ORACLES: dict[str, Callable[[], Any]] = {
     # 1 the arithmetic contract
     "example:weight_memory.fp8_gb": lambda: weights_gb(Fraction(8)),
     "example:weight_memory.nvfp4_bits": lambda: float(4 + Fraction(8, 16)),
     "example:weight_memory.nvfp4_ratio": lambda: float(Fraction(16) / (4 + Fraction(8, 16))),
     "example:bin_3_3.value": lambda: cast1(3.3, E4M3),
+    # 6 MXFP8 and NVFP4: three implementations of one block
+    "example:nvfp4_three_conventions.te_largest_code": _te_worked_block_largest_code,
     # 2 range vs resolution
     "example:fp16_vs_bf16.x_bf16": lambda: cast1(1.001, BF16),
     "example:range_questions.e5m2_max": lambda: float(ml_dtypes.finfo(E5M2).max),
