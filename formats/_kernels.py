@@ -1,0 +1,660 @@
+"""Compiled one-pass codec kernels: encode, stochastic rounding and decode, one element at a time.
+
+Engine: numba (LLVM). Why: it compiles plain Python loops to vectorised machine code (AVX2 here) with
+no C toolchain at install time (wheels for the common platforms, ~45 MB), keeps the kernels readable
+next to the numpy reference, releases the GIL so our own thread pool runs them in parallel, and can
+*specialise*: a kernel is built per (format, policy, input dtype) as a closure over that case's
+constants, so LLVM folds every policy branch away and each specialisation is a straight-line loop
+body — one read of the input, one write of the codes, no temporaries. torch's vectorised integer
+ops were the other candidate; they run one operator per pass (≈ 15 passes for a full policy), which
+is what the numpy codec already does. A C extension would need a compiler on every install.
+
+Layout of the family:
+
+* `_float_elem` is the whole cast of one float32/float64 bit pattern to a float format's code under
+  a policy, as integer arithmetic on the bits (the same formula as `codec`'s numpy reference: the
+  value sig·2^(e-p) gets the quantum exponent qe = max(e, emin) - m, the rounded significand n, and
+  the code ((qe - qe_min) << m) + n, with overflow, flushing, ±Inf, NaN payloads, signs and the
+  unsigned-E8M0 rules as selects). `_int_elem` does INT8/INT4. Both are inlined into
+* loop kernels built by `encode_kernel(fmt, policy, dtype)`: a deterministic loop, and for stochastic
+  rounding a loop over 1024-element tiles that computes one Philox-4x32-10 call per four elements
+  (the stream of `formats.philox`) and feeds its words to the element function.
+* `decode_gather`: codes → float32 through the format's exact value table (`codec._decode_table`).
+
+Each kernel works on an index range [lo, hi) of flat arrays and returns the first index whose value
+the policy refuses (NaN into a NaN-less format under nan_to_finite='raise', zero/negative into E8M0
+under 'raise') or -1; `codec` splits arrays over its thread pool and raises the error.
+
+Caching: kernels are compiled at first use (≈ 0.1–1 s each) and kept in memory; with a writable
+cache directory numba also stores them on disk (`cache=True`: the package's `__pycache__`, else
+NUMBA_CACHE_DIR or the user cache), so a later process loads them in milliseconds. A read-only
+install without a writable cache directory compiles in memory only. LOWPREC_CODEC_CACHE=0 turns the
+disk cache off.
+
+How the block quantizers (MX, NVFP4) go on these kernels: their element step is exactly
+`_float_elem` applied to x · encode_scale; a block kernel is a loop over blocks that (1) reduces the
+block's |x| bits to the amax (an unsigned max, NaN > Inf > finite, as `simulations.blocks` does),
+(2) derives the scale code with a scale-rule element function (E8M0 from the amax exponent for MX;
+`_float_elem` under the E4M3FN policy for NVFP4's block scale), and (3) runs `_float_elem` over the
+block's elements with the scaled bits — all in registers, one read and one write per element, the
+Philox stream keyed by the element's flat index as here. The pieces they need are the element
+functions with their plan records; the named block conventions then become plan fields.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import namedtuple
+from functools import lru_cache
+from typing import Any, Callable
+
+import numpy as np
+from numba import njit  # type: ignore[import-untyped]
+from numba.core import types as nbtypes  # type: ignore[import-untyped]
+from numba.extending import intrinsic  # type: ignore[import-untyped]
+
+from .philox import PHILOX_M0, PHILOX_M1, PHILOX_W0, PHILOX_W1, TILE
+from .policy import (
+    CastPolicy,
+    NanPayload,
+    NanToFinite,
+    Overflow,
+    Rounding,
+    Subnormals,
+    UnsignedNegative,
+    UnsignedZero,
+)
+from .specs import FloatFormat, Format, IntFormat
+
+# ------------------------------------------------------------------------------------------------
+# compile options
+# ------------------------------------------------------------------------------------------------
+
+_DISK_CACHE = os.environ.get("LOWPREC_CODEC_CACHE", "1") != "0"
+
+
+def _jit(fn: Callable[..., Any]) -> Any:
+    """njit(nogil) with the disk cache when a writable cache location exists, else in memory."""
+    if _DISK_CACHE:
+        try:
+            return njit(nogil=True, cache=True)(fn)
+        except RuntimeError:  # numba found no writable cache directory (read-only install)
+            pass
+    return njit(nogil=True, cache=False)(fn)
+
+
+_inline = njit(nogil=True)  # helpers: LLVM inlines them into the loop kernels
+_ir_inline = njit(nogil=True, inline="always")  # inlined by numba (LLVM would keep Philox a call)
+
+# rounding modes, policy choices and NaN layouts as small integers (compile-time constants)
+_RNE, _AWAY, _TZ, _UP, _DOWN, _SR = range(6)
+_ROUNDING_ID = {Rounding.NEAREST_EVEN: _RNE, Rounding.NEAREST_AWAY: _AWAY,
+                Rounding.TOWARD_ZERO: _TZ, Rounding.UP: _UP, Rounding.DOWN: _DOWN,
+                Rounding.STOCHASTIC: _SR}
+_IEEE, _FN, _FNUZ, _E8M0, _NONE = range(5)
+_NAN_LAYOUT_ID = {"ieee": _IEEE, "fn": _FN, "fnuz": _FNUZ, "e8m0": _E8M0, "none": _NONE}
+_CANONICAL, _ALL_ONES, _ALL_ONES_NEGATIVE, _TRUNCATE, _QUIET_TRUNCATE = range(5)
+_PAYLOAD_ID = {NanPayload.CANONICAL: _CANONICAL, NanPayload.ALL_ONES: _ALL_ONES,
+               NanPayload.ALL_ONES_NEGATIVE: _ALL_ONES_NEGATIVE, NanPayload.TRUNCATE: _TRUNCATE,
+               NanPayload.QUIET_TRUNCATE: _QUIET_TRUNCATE}
+_RAISE, _TO_ZERO, _SIGNED_MAX, _NEGATED_ZERO = range(4)  # NanToFinite
+_NTF_ID = {NanToFinite.RAISE: _RAISE, NanToFinite.ZERO: _TO_ZERO,
+           NanToFinite.SIGNED_MAX: _SIGNED_MAX, NanToFinite.NEGATED_ZERO: _NEGATED_ZERO}
+_U_RAISE, _U_NAN, _U_KEEP = range(3)  # unsigned zero: SMALLEST = keep; negative: MAGNITUDE = keep
+_UZERO_ID = {UnsignedZero.RAISE: _U_RAISE, UnsignedZero.NAN: _U_NAN, UnsignedZero.SMALLEST: _U_KEEP}
+_UNEG_ID = {UnsignedNegative.RAISE: _U_RAISE, UnsignedNegative.NAN: _U_NAN,
+            UnsignedNegative.MAGNITUDE: _U_KEEP}
+# how the kernel reads its input: float32; float64 rounded once; float64 → float32 first (RNE)
+_IN_F32, _IN_F64, _IN_F64_VIA_F32 = range(3)
+
+# ------------------------------------------------------------------------------------------------
+# bit casts and Philox-4x32-10
+# ------------------------------------------------------------------------------------------------
+
+
+def _bits_of_typer(typingctx: Any, x: Any) -> Any:
+    """The IEEE bit pattern of a float32/float64 scalar as uint32/uint64 (a register bit cast)."""
+    if not isinstance(x, nbtypes.Float):
+        return None
+    ut = nbtypes.uint32 if x.bitwidth == 32 else nbtypes.uint64
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        return builder.bitcast(args[0], context.get_value_type(ut))
+
+    return ut(x), codegen
+
+
+_bits_of: Any = intrinsic(_bits_of_typer)
+
+
+_U32 = np.uint32
+_M0 = np.uint64(PHILOX_M0)
+_M1 = np.uint64(PHILOX_M1)
+_S32 = np.uint64(32)
+_KW0 = np.uint32(PHILOX_W0)
+_KW1 = np.uint32(PHILOX_W1)
+
+
+@_ir_inline  # type: ignore[misc]
+def _philox_round(c0: Any, c1: Any, c2: Any, c3: Any, k0: Any, k1: Any) -> Any:
+    p0 = _M0 * np.uint64(c0)
+    p1 = _M1 * np.uint64(c2)
+    return (_U32(_U32(p1 >> _S32) ^ c1 ^ k0), _U32(p1), _U32(_U32(p0 >> _S32) ^ c3 ^ k1), _U32(p0))
+
+
+@_ir_inline  # type: ignore[misc]
+def _philox(n: Any, k0: Any, k1: Any) -> Any:
+    """Philox-4x32-10 of counter (n lo, n hi, 0, 0) under key (k0, k1): four uint32 words."""
+    c0 = _U32(n)
+    c1 = _U32(n >> _S32)
+    c2 = _U32(0)
+    c3 = _U32(0)
+    c0, c1, c2, c3 = _philox_round(c0, c1, c2, c3, k0, k1)
+    k0 = _U32(k0 + _KW0)
+    k1 = _U32(k1 + _KW1)
+    c0, c1, c2, c3 = _philox_round(c0, c1, c2, c3, k0, k1)
+    k0 = _U32(k0 + _KW0)
+    k1 = _U32(k1 + _KW1)
+    c0, c1, c2, c3 = _philox_round(c0, c1, c2, c3, k0, k1)
+    k0 = _U32(k0 + _KW0)
+    k1 = _U32(k1 + _KW1)
+    c0, c1, c2, c3 = _philox_round(c0, c1, c2, c3, k0, k1)
+    k0 = _U32(k0 + _KW0)
+    k1 = _U32(k1 + _KW1)
+    c0, c1, c2, c3 = _philox_round(c0, c1, c2, c3, k0, k1)
+    k0 = _U32(k0 + _KW0)
+    k1 = _U32(k1 + _KW1)
+    c0, c1, c2, c3 = _philox_round(c0, c1, c2, c3, k0, k1)
+    k0 = _U32(k0 + _KW0)
+    k1 = _U32(k1 + _KW1)
+    c0, c1, c2, c3 = _philox_round(c0, c1, c2, c3, k0, k1)
+    k0 = _U32(k0 + _KW0)
+    k1 = _U32(k1 + _KW1)
+    c0, c1, c2, c3 = _philox_round(c0, c1, c2, c3, k0, k1)
+    k0 = _U32(k0 + _KW0)
+    k1 = _U32(k1 + _KW1)
+    c0, c1, c2, c3 = _philox_round(c0, c1, c2, c3, k0, k1)
+    k0 = _U32(k0 + _KW0)
+    k1 = _U32(k1 + _KW1)
+    return _philox_round(c0, c1, c2, c3, k0, k1)
+
+
+@njit(nogil=True)  # type: ignore[misc]
+def philox_words(counters: np.ndarray, key0: int, key1: int) -> np.ndarray:
+    """(n, 4) uint32 Philox words of uint64 counters, for tests of the compiled generator."""
+    out = np.empty((counters.shape[0], 4), np.uint32)
+    k0 = _U32(key0)
+    k1 = _U32(key1)
+    for i in range(counters.shape[0]):
+        w = _philox(counters[i], k0, k1)
+        out[i, 0] = w[0]
+        out[i, 1] = w[1]
+        out[i, 2] = w[2]
+        out[i, 3] = w[3]
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# float formats: the plan (constants of one specialisation) and the element function
+# ------------------------------------------------------------------------------------------------
+
+FloatPlan = namedtuple(
+    "FloatPlan",
+    [
+        # source bit layout, in the work type (uint32 for float32 sources, uint64 otherwise)
+        "sign_src", "abs_mask", "inf_bits", "p", "mmask", "hid", "zero", "one", "c32", "p1",
+        # target layout and rounding constants
+        "emin_b", "sh0", "shmax", "m", "hid_t", "odd_parity", "maxc", "over_code", "inf_code",
+        "ss", "sbit", "nan_base", "quiet", "mmask_t", "magmask_t", "e8m0_nan",
+        # choices (Python ints/bools: folded away by LLVM)
+        "rnd", "over_nan", "inf_nan", "flush", "subnormals", "signed", "layout", "payload",
+        "ntf", "uzero", "uneg", "exp_field", "widen", "in_kind",
+    ],
+)
+
+
+@_inline  # type: ignore[misc]
+def _float_elem(b: Any, a32: Any, u: Any, p: Any, U: Any) -> Any:
+    """(code, refused) of one input bit pattern `b` (U = its unsigned type); `a32` the float32
+    magnitude bits (for E8M0's exponent-field rule); `u` the element's 32 random bits."""
+    sgn = U(b >> p.sign_src)
+    a = U(b & p.abs_mask)
+    e_raw = U(a >> p.p)
+    sig = U(a & p.mmask)
+    if e_raw != p.zero:
+        sig = U(sig | p.hid)
+    e1 = max(e_raw, p.one)
+    eb = max(e1, p.emin_b)
+    shift = U(U(eb - e1) + p.sh0)
+    sc = min(shift, p.shmax)
+    n = U(sig >> sc)
+    unit = U(p.one << sc)
+    r = U(sig & U(unit - p.one))
+    half = U(unit >> p.one)
+    rs = sgn if p.signed else p.zero  # unsigned formats round |x|
+    if p.rnd == _RNE:
+        if p.m > 0:
+            odd = U(n & p.one) == p.one
+        else:  # E8M0: the code's last bit is the exponent's
+            odd = U(U(eb - p.emin_b) & p.one) == p.odd_parity
+        inc = (r > half) | ((r == half) & (half != p.zero) & odd)
+    elif p.rnd == _AWAY:
+        inc = (r >= half) & (r != p.zero)
+    elif p.rnd == _TZ:
+        inc = False
+    elif p.rnd == _UP:
+        inc = (r != p.zero) & (rs == p.zero)
+    elif p.rnd == _DOWN:
+        inc = (r != p.zero) & (rs == p.one)
+    else:  # stochastic: up iff u < floor(2^32 · r / 2^shift)
+        short = min(shift, p.c32)  # both shifts computed, one selected: no branch in the loop
+        thr_left = U(r << U(p.c32 - short))
+        thr_right = U(r >> min(U(shift - short), p.p1))
+        thr = thr_left if shift <= p.c32 else thr_right
+        inc = U(u) < thr
+    n = U(n + U(inc))
+    ex = U(U(eb - p.emin_b) << p.m)
+    if p.subnormals:
+        code = U(ex + n)
+    else:  # no zero, no subnormals: below 2^emin gives 2^emin (E8M0)
+        code = U(U(ex + max(n, p.hid_t)) - p.hid_t)
+    if p.exp_field:  # ml_dtypes/torch read a float32 subnormal's exponent field as if normal
+        if (a32 > _U32(0x400000)) & (a32 < _U32(0x800000)):
+            code = p.one
+    # overflow: IEEE 754 §7.4 — a directed rounding toward zero still gives ±max
+    if p.rnd == _TZ:
+        toward_zero = True
+    elif p.rnd == _UP:
+        toward_zero = rs == p.one
+    elif p.rnd == _DOWN:
+        toward_zero = rs == p.zero
+    else:
+        toward_zero = False
+    over = code > p.maxc
+    nan = over & (not toward_zero) & p.over_nan
+    if over:
+        code = p.maxc if toward_zero else p.over_code
+    if p.flush:
+        if (code > p.zero) & (code < p.hid_t):
+            code = p.zero
+    is_inf = a == p.inf_bits
+    is_nan_in = a > p.inf_bits
+    if is_inf:
+        code = p.inf_code
+    nan = nan | is_nan_in | (is_inf & p.inf_nan)
+    refused = False
+    if p.signed:
+        if p.layout == _FNUZ:  # no -0: a negative underflow is +0
+            if code != p.zero:
+                code = U(code | U(sgn << p.ss))
+        else:
+            code = U(code | U(sgn << p.ss))
+    else:
+        zero = a == p.zero
+        neg_nonzero = (sgn == p.one) & (not is_nan_in) & (not zero)
+        if p.uneg == _U_RAISE:
+            refused = neg_nonzero
+        elif p.uneg == _U_NAN:
+            nan = nan | neg_nonzero
+        if p.uzero == _U_RAISE:
+            refused = refused | zero
+        elif p.uzero == _U_NAN:
+            nan = nan | zero
+        else:  # smallest: 2^-127, code 0
+            if zero:
+                code = p.zero
+    if p.layout == _NONE:  # NaN into a format without NaN
+        if p.ntf == _RAISE:
+            refused = refused | nan
+        elif nan:
+            if p.ntf == _TO_ZERO:
+                code = p.zero
+            elif p.ntf == _SIGNED_MAX:
+                code = U(p.maxc | U(sgn << p.ss))
+            else:  # negated zero
+                code = U(U(p.one - sgn) << p.ss)
+    elif nan:
+        if p.layout == _FNUZ:
+            code = p.sbit
+        elif p.layout == _E8M0:
+            code = p.e8m0_nan
+        elif p.payload == _ALL_ONES_NEGATIVE:
+            code = U(p.magmask_t | p.sbit)
+        elif p.layout == _FN:
+            code = U(p.magmask_t | U(sgn << p.ss))
+        elif p.payload == _CANONICAL:
+            code = U(p.nan_base | p.quiet | U(sgn << p.ss))
+        elif p.payload == _ALL_ONES:
+            code = U(p.nan_base | p.mmask_t | U(sgn << p.ss))
+        else:
+            top = U(U(a & p.mmask) >> p.sh0)
+            if p.payload == _QUIET_TRUNCATE:
+                code = U(p.nan_base | p.quiet | top | U(sgn << p.ss))
+            else:  # truncate: a payload that truncates to zero becomes 1
+                if top == p.zero:
+                    top = p.one
+                code = U(p.nan_base | top | U(sgn << p.ss))
+    return code, refused
+
+
+def float_plan(fmt: FloatFormat, policy: CastPolicy, dtype: np.dtype) -> tuple[Any, Any]:
+    """(plan, U): the constants of one (format, policy, input dtype) specialisation."""
+    if dtype == np.float32:
+        in_kind = _IN_F32
+    elif policy.float64_via_float32:
+        in_kind = _IN_F64_VIA_F32
+    else:
+        in_kind = _IN_F64
+    src32 = in_kind != _IN_F64
+    widen = src32 and fmt.emin < -126  # E8M0 reaches below float32's normal range: work in float64
+    U: Any
+    if src32 and not widen:
+        U, width, p, sbias = np.uint32, 32, 23, 127
+    else:
+        U, width, p, sbias = np.uint64, 64, 52, 1023
+    m = fmt.mantissa_bits
+    maxc = fmt.max_magnitude_code
+    has_nonfinite_code = fmt.has_inf or fmt.has_nan
+    saturate = policy.overflow is Overflow.SATURATE
+    if saturate:
+        over_code, inf_code = maxc, maxc
+    elif fmt.has_inf:
+        over_code, inf_code = maxc + 1, maxc + 1
+    else:
+        over_code, inf_code = 0, 0  # NaN, set by the flags below
+    over_nan = (not saturate) and (not fmt.has_inf) and has_nonfinite_code
+    e_all = ((1 << fmt.exponent_bits) - 1) << m
+    plan = FloatPlan(
+        sign_src=U(width - 1), abs_mask=U((1 << (width - 1)) - 1),
+        inf_bits=U(((1 << (width - 1 - p)) - 1) << p), p=U(p), mmask=U((1 << p) - 1),
+        hid=U(1 << p), zero=U(0), one=U(1), c32=U(32), p1=U(p + 1),
+        emin_b=U(fmt.emin + sbias), sh0=U(p - m), shmax=U(p + 2), m=U(m), hid_t=U(1 << m),
+        odd_parity=U(0 if fmt.subnormals else 1), maxc=U(maxc), over_code=U(over_code),
+        inf_code=U(inf_code), ss=U(fmt.sign_shift if fmt.signed else 0),
+        sbit=U(1 << fmt.sign_shift), nan_base=U(e_all), quiet=U(1 << (m - 1) if m > 0 else 0),
+        mmask_t=U((1 << m) - 1), magmask_t=U(fmt.magnitude_mask), e8m0_nan=U(0xFF),
+        rnd=_ROUNDING_ID[policy.rounding], over_nan=over_nan,
+        inf_nan=(not saturate) and (not fmt.has_inf),
+        flush=fmt.subnormals and policy.subnormals is Subnormals.FLUSH,
+        subnormals=fmt.subnormals, signed=fmt.signed, layout=_NAN_LAYOUT_ID[fmt.nan_encoding],
+        payload=_PAYLOAD_ID[policy.nan_payload], ntf=_NTF_ID[policy.nan_to_finite],
+        uzero=_UZERO_ID[policy.unsigned_zero], uneg=_UNEG_ID[policy.unsigned_negative],
+        exp_field=src32 and not fmt.subnormals and policy.e8m0_float32_subnormals == "exponent_field",
+        widen=widen, in_kind=in_kind,
+    )
+    return plan, U
+
+
+@_inline  # type: ignore[misc]
+def _sr_span(x: Any, out: Any, lo: int, hi: int, k0: Any, k1: Any, plan: Any, U: Any, OUT: Any) -> int:
+    """Stochastic rounding of elements lo..hi-1 one by one (partial tiles): one Philox call each."""
+    for i in range(lo, hi):
+        n = (np.uint64(i >> 10) << np.uint64(8)) | np.uint64(i & 255)
+        w = _philox(n, k0, k1)
+        word = (i >> 8) & 3
+        u = w[0] if word == 0 else (w[1] if word == 1 else (w[2] if word == 2 else w[3]))
+        code, refused = _float_elem(_load(x, i, plan), _load_a32(x, i, plan), u, plan, U)
+        if refused:
+            return i
+        out[np.uint64(i)] = OUT(code)
+    return -1
+
+
+@_inline  # type: ignore[misc]
+def _first_refused(x: Any, lo: int, hi: int, plan: Any, U: Any) -> int:
+    """Index of the first element in lo..hi-1 that the policy refuses (-1: none)."""
+    for i in range(lo, hi):
+        code, refused = _float_elem(_load(x, i, plan), _load_a32(x, i, plan), _U32(0), plan, U)
+        if refused:
+            return i
+    return -1
+
+
+def _float_loops(plan: Any, U: Any, OUT: Any) -> Callable[..., int]:
+    """The loop kernel of one float specialisation (a closure over its constants only, so numba's
+    disk cache keys it by their values)."""
+
+    def kernel(x: Any, out: Any, lo: int, hi: int, key0: int, key1: int) -> int:
+        if plan.rnd != _SR:
+            any_refused = False
+            for i in range(lo, hi):
+                code, refused = _float_elem(_load(x, i, plan), _load_a32(x, i, plan), _U32(0), plan, U)
+                out[np.uint64(i)] = OUT(code)
+                any_refused |= refused
+            return _first_refused(x, lo, hi, plan, U) if any_refused else -1
+        k0 = _U32(key0)
+        k1 = _U32(key1)
+        t_first = (lo + TILE - 1) // TILE
+        t_last = hi // TILE  # full tiles: [t_first, t_last)
+        if t_first >= t_last:
+            return _sr_span(x, out, lo, hi, k0, k1, plan, U, OUT)
+        head = _sr_span(x, out, lo, t_first * TILE, k0, k1, plan, U, OUT)
+        if head >= 0:
+            return head
+        any_refused = False
+        for t in range(t_first, t_last):
+            base = t * TILE
+            n0 = np.uint64(t) << np.uint64(8)
+            for k in range(256):  # one Philox call: elements base+k, +256, +512, +768
+                w = _philox(n0 | np.uint64(k), k0, k1)
+                i0 = base + k
+                c0, f0 = _float_elem(_load(x, i0, plan), _load_a32(x, i0, plan), w[0], plan, U)
+                c1, f1 = _float_elem(_load(x, i0 + 256, plan), _load_a32(x, i0 + 256, plan), w[1], plan, U)
+                c2, f2 = _float_elem(_load(x, i0 + 512, plan), _load_a32(x, i0 + 512, plan), w[2], plan, U)
+                c3, f3 = _float_elem(_load(x, i0 + 768, plan), _load_a32(x, i0 + 768, plan), w[3], plan, U)
+                out[np.uint64(i0)] = OUT(c0)
+                out[np.uint64(i0 + 256)] = OUT(c1)
+                out[np.uint64(i0 + 512)] = OUT(c2)
+                out[np.uint64(i0 + 768)] = OUT(c3)
+                any_refused |= f0 | f1 | f2 | f3
+        if any_refused:
+            return _first_refused(x, t_first * TILE, t_last * TILE, plan, U)
+        return _sr_span(x, out, t_last * TILE, hi, k0, k1, plan, U, OUT)
+
+    return kernel
+
+
+@_inline  # type: ignore[misc]
+def _load(x: Any, i: int, plan: Any) -> Any:
+    """The work bit pattern of element i: float32 bits, float64 bits, or float64 bits of the
+    float32 value (float64 → float32 first, or E8M0 widened)."""
+    if plan.in_kind == _IN_F32:
+        if plan.widen:
+            return _bits_of(np.float64(x[np.uint64(i)]))
+        return _bits_of(x[np.uint64(i)])
+    if plan.in_kind == _IN_F64_VIA_F32:
+        v32 = np.float32(x[np.uint64(i)])
+        if plan.widen:
+            return _bits_of(np.float64(v32))
+        return _bits_of(v32)
+    return _bits_of(x[np.uint64(i)])
+
+
+@_inline  # type: ignore[misc]
+def _load_a32(x: Any, i: int, plan: Any) -> Any:
+    """float32 magnitude bits of element i where the E8M0 exponent-field rule needs them."""
+    if plan.exp_field:
+        if plan.in_kind == _IN_F32:
+            return _U32(_bits_of(x[np.uint64(i)]) & _U32(0x7FFFFFFF))
+        return _U32(_bits_of(np.float32(x[np.uint64(i)])) & _U32(0x7FFFFFFF))
+    return _U32(0)
+
+
+# ------------------------------------------------------------------------------------------------
+# integer grids
+# ------------------------------------------------------------------------------------------------
+
+IntPlan = namedtuple("IntPlan", ["rnd", "imin", "imax", "clamp", "mask", "ntf", "nan_neg", "nan_pos",
+                                 "in_kind"])
+
+
+@_inline  # type: ignore[misc]
+def _int_elem(v: Any, u: Any, p: Any) -> Any:
+    """(code, refused) of one float64 value on an integer grid: round |v| under the policy's mode,
+    restore the sign, clamp to [min, max], two's complement bits (as `codec._encode_int`)."""
+    nan = v != v
+    neg = (_bits_of(v) >> np.uint64(63)) == np.uint64(1)
+    mag = abs(v)
+    if not mag <= p.clamp:  # beyond the grid (or NaN): any value past 2^bits clamps the same
+        mag = p.clamp
+    fl = np.floor(mag)
+    frac = mag - fl
+    n = np.int64(fl)
+    if p.rnd == _RNE:
+        inc = (frac > 0.5) | ((frac == 0.5) & ((n & 1) == 1))
+    elif p.rnd == _AWAY:
+        inc = frac >= 0.5
+    elif p.rnd == _TZ:
+        inc = False
+    elif p.rnd == _UP:
+        inc = (not neg) & (frac > 0.0)
+    elif p.rnd == _DOWN:
+        inc = neg & (frac > 0.0)
+    else:  # stochastic: up iff u < floor(2^32 · frac)
+        inc = np.uint64(u) < np.uint64(frac * 4294967296.0)
+    n = n + np.int64(inc)
+    if neg:
+        n = -n
+    n = min(max(n, p.imin), p.imax)
+    refused = False
+    if nan:
+        if p.ntf == _RAISE:
+            refused = True
+        n = p.nan_neg if neg else p.nan_pos
+    return np.int64(n & p.mask), refused
+
+
+@_inline  # type: ignore[misc]
+def _load_f64(x: Any, i: int, plan: Any) -> Any:
+    if plan.in_kind == _IN_F64_VIA_F32:
+        return np.float64(np.float32(x[np.uint64(i)]))
+    return np.float64(x[np.uint64(i)])
+
+
+def int_plan(fmt: IntFormat, policy: CastPolicy, dtype: np.dtype) -> Any:
+    mx, mn = int(fmt.max), int(fmt.min)
+    nan_pos = mx if policy.nan_to_finite is NanToFinite.SIGNED_MAX else 0
+    nan_neg = ((-mx if fmt.signed else 0) if policy.nan_to_finite is NanToFinite.SIGNED_MAX else 0)
+    in_kind = (_IN_F32 if dtype == np.float32 else
+               _IN_F64_VIA_F32 if policy.float64_via_float32 else _IN_F64)
+    return IntPlan(rnd=_ROUNDING_ID[policy.rounding], imin=np.int64(mn), imax=np.int64(mx),
+                   clamp=float(1 << fmt.bits), mask=np.int64((1 << fmt.bits) - 1),
+                   ntf=_NTF_ID[policy.nan_to_finite], nan_neg=np.int64(nan_neg),
+                   nan_pos=np.int64(nan_pos), in_kind=in_kind)
+
+
+@_inline  # type: ignore[misc]
+def _int_sr_span(x: Any, out: Any, lo: int, hi: int, k0: Any, k1: Any, plan: Any, OUT: Any) -> int:
+    for i in range(lo, hi):
+        n = (np.uint64(i >> 10) << np.uint64(8)) | np.uint64(i & 255)
+        w = _philox(n, k0, k1)
+        word = (i >> 8) & 3
+        u = w[0] if word == 0 else (w[1] if word == 1 else (w[2] if word == 2 else w[3]))
+        code, refused = _int_elem(_load_f64(x, i, plan), u, plan)
+        if refused:
+            return i
+        out[np.uint64(i)] = OUT(code)
+    return -1
+
+
+def _int_loops(plan: Any, OUT: Any) -> Callable[..., int]:
+    def kernel(x: Any, out: Any, lo: int, hi: int, key0: int, key1: int) -> int:
+        if plan.rnd != _SR:
+            any_refused = False
+            for i in range(lo, hi):
+                code, refused = _int_elem(_load_f64(x, i, plan), _U32(0), plan)
+                out[np.uint64(i)] = OUT(code)
+                any_refused |= refused
+            if any_refused:
+                for i in range(lo, hi):
+                    if x[np.uint64(i)] != x[np.uint64(i)]:
+                        return i
+            return -1
+        k0 = _U32(key0)
+        k1 = _U32(key1)
+        t_first = (lo + TILE - 1) // TILE
+        t_last = hi // TILE
+        if t_first >= t_last:
+            return _int_sr_span(x, out, lo, hi, k0, k1, plan, OUT)
+        head = _int_sr_span(x, out, lo, t_first * TILE, k0, k1, plan, OUT)
+        if head >= 0:
+            return head
+        any_refused = False
+        for t in range(t_first, t_last):
+            base = t * TILE
+            n0 = np.uint64(t) << np.uint64(8)
+            for k in range(256):
+                w = _philox(n0 | np.uint64(k), k0, k1)
+                i0 = base + k
+                c0, f0 = _int_elem(_load_f64(x, i0, plan), w[0], plan)
+                c1, f1 = _int_elem(_load_f64(x, i0 + 256, plan), w[1], plan)
+                c2, f2 = _int_elem(_load_f64(x, i0 + 512, plan), w[2], plan)
+                c3, f3 = _int_elem(_load_f64(x, i0 + 768, plan), w[3], plan)
+                out[np.uint64(i0)] = OUT(c0)
+                out[np.uint64(i0 + 256)] = OUT(c1)
+                out[np.uint64(i0 + 512)] = OUT(c2)
+                out[np.uint64(i0 + 768)] = OUT(c3)
+                any_refused |= f0 | f1 | f2 | f3
+        if any_refused:
+            for i in range(t_first * TILE, t_last * TILE):
+                if x[np.uint64(i)] != x[np.uint64(i)]:
+                    return i
+        return _int_sr_span(x, out, t_last * TILE, hi, k0, k1, plan, OUT)
+
+    return kernel
+
+
+# ------------------------------------------------------------------------------------------------
+# specialisation cache
+# ------------------------------------------------------------------------------------------------
+
+_OUT_TYPES = {"uint8": np.uint8, "uint16": np.uint16, "uint32": np.uint32}
+
+
+@lru_cache(maxsize=None)
+def _compiled(plan: Any, U: Any, OUT: Any) -> Any:
+    if isinstance(plan, IntPlan):
+        return _jit(_int_loops(plan, OUT))
+    return _jit(_float_loops(plan, U, OUT))
+
+
+def encode_kernel(fmt: Format, policy: CastPolicy, dtype: np.dtype) -> Any:
+    """The compiled kernel `k(x, out, lo, hi, key0, key1) -> first refused index or -1` of one
+    (format, policy, input dtype); built at first use, then cached (in memory and, where possible,
+    on disk). Policies that differ only in their name share a kernel."""
+    OUT = _OUT_TYPES[fmt.code_dtype]
+    if isinstance(fmt, IntFormat):
+        return _compiled(int_plan(fmt, policy, dtype), None, OUT)
+    plan, U = float_plan(fmt, policy, dtype)
+    return _compiled(plan, U, OUT)
+
+
+# ------------------------------------------------------------------------------------------------
+# decode
+# ------------------------------------------------------------------------------------------------
+
+
+def _decode_all_valid(codes: Any, table: Any, out: Any, lo: int, hi: int) -> None:
+    """out[i] = table[codes[i]] where every value of the code dtype is a valid code."""
+    for i in range(lo, hi):
+        out[np.uint64(i)] = table[codes[np.uint64(i)]]
+
+
+def _decode_checked(codes: Any, table: Any, out: Any, lo: int, hi: int) -> Any:
+    """out[i] = table[clip(codes[i])]; returns (min, max) of the codes for the range check."""
+    last = table.shape[0] - 1
+    cmin = np.int64(0)
+    cmax = np.int64(0)
+    if hi > lo:
+        cmin = np.int64(codes[lo])
+        cmax = cmin
+    for i in range(lo, hi):
+        c = np.int64(codes[np.uint64(i)])
+        cmin = min(cmin, c)
+        cmax = max(cmax, c)
+        out[np.uint64(i)] = table[np.uint64(min(max(c, np.int64(0)), last))]
+    return cmin, cmax
+
+
+decode_all_valid = _jit(_decode_all_valid)
+decode_checked = _jit(_decode_checked)
