@@ -83,7 +83,7 @@ def _jit(fn: Callable[..., Any]) -> Any:
     return njit(nogil=True, cache=False)(fn)
 
 
-_inline = njit(nogil=True)  # helpers: LLVM inlines them into the loop kernels
+_inline = _jit  # helpers: LLVM inlines them into the loop kernels
 _ir_inline = njit(nogil=True, inline="always")  # inlined by numba (LLVM would keep Philox a call)
 
 # rounding modes, policy choices and NaN layouts as small integers (compile-time constants)
@@ -411,17 +411,19 @@ def _first_refused(x: Any, lo: int, hi: int, plan: Any, U: Any) -> int:
 
 
 def _float_loops(plan: Any, U: Any, OUT: Any) -> Callable[..., int]:
-    """The loop kernel of one float specialisation (a closure over its constants only, so numba's
-    disk cache keys it by their values)."""
+    """The loop kernel of one float specialisation: a closure over its constants only, so numba's
+    disk cache keys it by their values. Deterministic and stochastic kernels are separate closures,
+    so a deterministic one never carries (or compiles) the Philox code."""
 
-    def kernel(x: Any, out: Any, lo: int, hi: int, key0: int, key1: int) -> int:
-        if plan.rnd != _SR:
-            any_refused = False
-            for i in range(lo, hi):
-                code, refused = _float_elem(_load(x, i, plan), _load_a32(x, i, plan), _U32(0), plan, U)
-                out[np.uint64(i)] = OUT(code)
-                any_refused |= refused
-            return _first_refused(x, lo, hi, plan, U) if any_refused else -1
+    def deterministic(x: Any, out: Any, lo: int, hi: int, key0: int, key1: int) -> int:
+        any_refused = False
+        for i in range(lo, hi):
+            code, refused = _float_elem(_load(x, i, plan), _load_a32(x, i, plan), _U32(0), plan, U)
+            out[np.uint64(i)] = OUT(code)
+            any_refused |= refused
+        return _first_refused(x, lo, hi, plan, U) if any_refused else -1
+
+    def stochastic(x: Any, out: Any, lo: int, hi: int, key0: int, key1: int) -> int:
         k0 = _U32(key0)
         k1 = _U32(key1)
         t_first = (lo + TILE - 1) // TILE
@@ -451,7 +453,7 @@ def _float_loops(plan: Any, U: Any, OUT: Any) -> Callable[..., int]:
             return _first_refused(x, t_first * TILE, t_last * TILE, plan, U)
         return _sr_span(x, out, t_last * TILE, hi, k0, k1, plan, U, OUT)
 
-    return kernel
+    return stochastic if plan.rnd == _SR else deterministic
 
 
 @_inline  # type: ignore[misc]
@@ -557,19 +559,26 @@ def _int_sr_span(x: Any, out: Any, lo: int, hi: int, k0: Any, k1: Any, plan: Any
     return -1
 
 
+@_inline  # type: ignore[misc]
+def _int_first_nan(x: Any, lo: int, hi: int) -> int:
+    for i in range(lo, hi):
+        if x[np.uint64(i)] != x[np.uint64(i)]:
+            return i
+    return -1
+
+
 def _int_loops(plan: Any, OUT: Any) -> Callable[..., int]:
-    def kernel(x: Any, out: Any, lo: int, hi: int, key0: int, key1: int) -> int:
-        if plan.rnd != _SR:
-            any_refused = False
-            for i in range(lo, hi):
-                code, refused = _int_elem(_load_f64(x, i, plan), _U32(0), plan)
-                out[np.uint64(i)] = OUT(code)
-                any_refused |= refused
-            if any_refused:
-                for i in range(lo, hi):
-                    if x[np.uint64(i)] != x[np.uint64(i)]:
-                        return i
-            return -1
+    """The loop kernel of one integer-grid specialisation (see `_float_loops`)."""
+
+    def deterministic(x: Any, out: Any, lo: int, hi: int, key0: int, key1: int) -> int:
+        any_refused = False
+        for i in range(lo, hi):
+            code, refused = _int_elem(_load_f64(x, i, plan), _U32(0), plan)
+            out[np.uint64(i)] = OUT(code)
+            any_refused |= refused
+        return _int_first_nan(x, lo, hi) if any_refused else -1
+
+    def stochastic(x: Any, out: Any, lo: int, hi: int, key0: int, key1: int) -> int:
         k0 = _U32(key0)
         k1 = _U32(key1)
         t_first = (lo + TILE - 1) // TILE
@@ -596,12 +605,10 @@ def _int_loops(plan: Any, OUT: Any) -> Callable[..., int]:
                 out[np.uint64(i0 + 768)] = OUT(c3)
                 any_refused |= f0 | f1 | f2 | f3
         if any_refused:
-            for i in range(t_first * TILE, t_last * TILE):
-                if x[np.uint64(i)] != x[np.uint64(i)]:
-                    return i
+            return _int_first_nan(x, t_first * TILE, t_last * TILE)
         return _int_sr_span(x, out, t_last * TILE, hi, k0, k1, plan, OUT)
 
-    return kernel
+    return stochastic if plan.rnd == _SR else deterministic
 
 
 # ------------------------------------------------------------------------------------------------
