@@ -4,7 +4,7 @@ Workload: 16M float32 standard-normal values (--quick: 4M), the issue's. Every c
 per round, rounds interleave all cases (so load changes hit every figure alike), and each figure is
 the median over rounds. Ratios are peer time / lowprec time (> 1: lowprec faster). Peers:
 torch's `x.to(dtype)` cast and float8 → float32 decode (torch.set_num_threads set to the codec's
-thread count), ml_dtypes' `astype` (single-threaded), numpy's `rint`/`clip` for INT8. `copy_bw`
+thread count; for E2M1 and INT8, which torch cannot cast to on CPU, its E4M3FN cast), ml_dtypes' `astype` (single-threaded), numpy's `rint`/`clip` for INT8. `copy_bw`
 is the fraction of float32 copy bandwidth reached: (bytes read + written by the operation / its
 time) over (bytes of `np.copyto` of the same array / its time). The machine's load average is
 printed with the figures: the machine may be shared, so read ratios, not absolute times.
@@ -51,10 +51,10 @@ def _encode_case(x: np.ndarray, xt: torch.Tensor, name: str, pol: F.CastPolicy, 
                  seed: int | None = None) -> Case:
     fmt = F.get_format(name)
     peers: dict[str, Callable[[], Any]] = {}
-    if name in TORCH_DTYPES:
-        dt = TORCH_DTYPES[name]
-        src = xt if torch_input is None else torch_input
-        peers["torch"] = lambda: src.to(dt)
+    src = xt if torch_input is None else torch_input
+    # formats torch cannot cast to on CPU (E2M1, INT8) are held against its E4M3FN cast
+    dt = TORCH_DTYPES.get(name, torch.float8_e4m3fn)
+    peers["torch"] = lambda: src.to(dt)
     if name in ML_DTYPES:
         mdt = ML_DTYPES[name]
         src_np = x if torch_input is None else torch_input.numpy()

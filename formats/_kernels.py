@@ -127,6 +127,22 @@ def _bits_of_typer(typingctx: Any, x: Any) -> Any:
 _bits_of: Any = intrinsic(_bits_of_typer)
 
 
+def _shl_typer(typingctx: Any, a: Any, s: Any) -> Any:
+    """a << s in a's own unsigned width (numba would widen uint32 << uint32 to 64 bits, which
+    LLVM cannot narrow back for a variable shift); the caller keeps s below the width."""
+    if not (isinstance(a, nbtypes.Integer) and isinstance(s, nbtypes.Integer)):
+        return None
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        amount = context.cast(builder, args[1], s, a)
+        return builder.shl(args[0], amount)
+
+    return a(a, s), codegen
+
+
+_shl: Any = intrinsic(_shl_typer)
+
+
 _U32 = np.uint32
 _M0 = np.uint64(PHILOX_M0)
 _M1 = np.uint64(PHILOX_M1)
@@ -202,13 +218,13 @@ FloatPlan = namedtuple(
     "FloatPlan",
     [
         # source bit layout, in the work type (uint32 for float32 sources, uint64 otherwise)
-        "sign_src", "abs_mask", "inf_bits", "p", "mmask", "hid", "zero", "one", "c32", "p1",
+        "sign_src", "abs_mask", "inf_bits", "p", "mmask", "hid", "zero", "one", "c31", "c32", "p1",
         # target layout and rounding constants
         "emin_b", "sh0", "shmax", "m", "hid_t", "odd_parity", "maxc", "over_code", "inf_code",
         "ss", "sbit", "nan_base", "quiet", "mmask_t", "magmask_t", "e8m0_nan",
         # choices (Python ints/bools: folded away by LLVM)
         "rnd", "over_nan", "inf_nan", "flush", "subnormals", "signed", "layout", "payload",
-        "ntf", "uzero", "uneg", "exp_field", "widen", "in_kind",
+        "ntf", "uzero", "uneg", "exp_field", "in_kind", "below_src",
     ],
 )
 
@@ -221,14 +237,21 @@ def _float_elem(b: Any, a32: Any, u: Any, p: Any, U: Any) -> Any:
     a = U(b & p.abs_mask)
     e_raw = U(a >> p.p)
     sig = U(a & p.mmask)
-    if e_raw != p.zero:
-        sig = U(sig | p.hid)
-    e1 = max(e_raw, p.one)
+    if p.below_src:  # E8M0 from float32: a subnormal is sig·2 at biased exponent 0 (2^-127 = 1.0·2^0)
+        if e_raw != p.zero:
+            sig = U(sig | p.hid)
+        else:
+            sig = U(sig + sig)
+        e1 = e_raw
+    else:
+        if e_raw != p.zero:
+            sig = U(sig | p.hid)
+        e1 = max(e_raw, p.one)
     eb = max(e1, p.emin_b)
     shift = U(U(eb - e1) + p.sh0)
     sc = min(shift, p.shmax)
     n = U(sig >> sc)
-    unit = U(p.one << sc)
+    unit = _shl(p.one, sc)
     r = U(sig & U(unit - p.one))
     half = U(unit >> p.one)
     rs = sgn if p.signed else p.zero  # unsigned formats round |x|
@@ -248,7 +271,8 @@ def _float_elem(b: Any, a32: Any, u: Any, p: Any, U: Any) -> Any:
         inc = (r != p.zero) & (rs == p.one)
     else:  # stochastic: up iff u < floor(2^32 · r / 2^shift)
         short = min(shift, p.c32)  # both shifts computed, one selected: no branch in the loop
-        thr_left = U(r << U(p.c32 - short))
+        # (shift 0 — an FP32 target — has r = 0: the amount is capped at 31 to stay defined)
+        thr_left = _shl(r, min(U(p.c32 - short), p.c31))
         thr_right = U(r >> min(U(shift - short), p.p1))
         thr = thr_left if shift <= p.c32 else thr_right
         inc = U(u) < thr
@@ -346,9 +370,8 @@ def float_plan(fmt: FloatFormat, policy: CastPolicy, dtype: np.dtype) -> tuple[A
     else:
         in_kind = _IN_F64
     src32 = in_kind != _IN_F64
-    widen = src32 and fmt.emin < -126  # E8M0 reaches below float32's normal range: work in float64
     U: Any
-    if src32 and not widen:
+    if src32:
         U, width, p, sbias = np.uint32, 32, 23, 127
     else:
         U, width, p, sbias = np.uint64, 64, 52, 1023
@@ -367,7 +390,7 @@ def float_plan(fmt: FloatFormat, policy: CastPolicy, dtype: np.dtype) -> tuple[A
     plan = FloatPlan(
         sign_src=U(width - 1), abs_mask=U((1 << (width - 1)) - 1),
         inf_bits=U(((1 << (width - 1 - p)) - 1) << p), p=U(p), mmask=U((1 << p) - 1),
-        hid=U(1 << p), zero=U(0), one=U(1), c32=U(32), p1=U(p + 1),
+        hid=U(1 << p), zero=U(0), one=U(1), c31=U(31), c32=U(32), p1=U(p + 1),
         emin_b=U(fmt.emin + sbias), sh0=U(p - m), shmax=U(p + 2), m=U(m), hid_t=U(1 << m),
         odd_parity=U(0 if fmt.subnormals else 1), maxc=U(maxc), over_code=U(over_code),
         inf_code=U(inf_code), ss=U(fmt.sign_shift if fmt.signed else 0),
@@ -380,7 +403,7 @@ def float_plan(fmt: FloatFormat, policy: CastPolicy, dtype: np.dtype) -> tuple[A
         payload=_PAYLOAD_ID[policy.nan_payload], ntf=_NTF_ID[policy.nan_to_finite],
         uzero=_UZERO_ID[policy.unsigned_zero], uneg=_UNEG_ID[policy.unsigned_negative],
         exp_field=src32 and not fmt.subnormals and policy.e8m0_float32_subnormals == "exponent_field",
-        widen=widen, in_kind=in_kind,
+        in_kind=in_kind, below_src=fmt.emin + sbias < 1,
     )
     return plan, U
 
@@ -458,17 +481,11 @@ def _float_loops(plan: Any, U: Any, OUT: Any) -> Callable[..., int]:
 
 @_inline  # type: ignore[misc]
 def _load(x: Any, i: int, plan: Any) -> Any:
-    """The work bit pattern of element i: float32 bits, float64 bits, or float64 bits of the
-    float32 value (float64 → float32 first, or E8M0 widened)."""
-    if plan.in_kind == _IN_F32:
-        if plan.widen:
-            return _bits_of(np.float64(x[np.uint64(i)]))
-        return _bits_of(x[np.uint64(i)])
+    """The work bit pattern of element i: its float32 or float64 bits, or the bits of its float32
+    rounding (float64 input under float64_via_float32; numba unifies the branches, so these arrive
+    zero-extended to uint64, which the uint32 plan arithmetic reads unchanged)."""
     if plan.in_kind == _IN_F64_VIA_F32:
-        v32 = np.float32(x[np.uint64(i)])
-        if plan.widen:
-            return _bits_of(np.float64(v32))
-        return _bits_of(v32)
+        return _bits_of(np.float32(x[np.uint64(i)]))
     return _bits_of(x[np.uint64(i)])
 
 
@@ -486,16 +503,18 @@ def _load_a32(x: Any, i: int, plan: Any) -> Any:
 # integer grids
 # ------------------------------------------------------------------------------------------------
 
-IntPlan = namedtuple("IntPlan", ["rnd", "imin", "imax", "clamp", "mask", "ntf", "nan_neg", "nan_pos",
-                                 "in_kind"])
+IntPlan = namedtuple("IntPlan", ["rnd", "imin", "imax", "clamp", "half", "fzero", "two32", "sign_bit",
+                                 "bits_zero", "mask", "ntf", "nan_neg", "nan_pos", "in_kind"])
 
 
 @_inline  # type: ignore[misc]
 def _int_elem(v: Any, u: Any, p: Any) -> Any:
-    """(code, refused) of one float64 value on an integer grid: round |v| under the policy's mode,
-    restore the sign, clamp to [min, max], two's complement bits (as `codec._encode_int`)."""
+    """(code, refused) of one value on an integer grid: round |v| under the policy's mode, restore
+    the sign, clamp to [min, max], two's complement bits (as `codec._encode_int`). Works in v's own
+    float type (float32 input: float32 arithmetic, exact: floor and the fraction of a float32 are
+    float32 values)."""
     nan = v != v
-    neg = (_bits_of(v) >> np.uint64(63)) == np.uint64(1)
+    neg = (_bits_of(v) >> p.sign_bit) != p.bits_zero
     mag = abs(v)
     if not mag <= p.clamp:  # beyond the grid (or NaN): any value past 2^bits clamps the same
         mag = p.clamp
@@ -503,17 +522,17 @@ def _int_elem(v: Any, u: Any, p: Any) -> Any:
     frac = mag - fl
     n = np.int64(fl)
     if p.rnd == _RNE:
-        inc = (frac > 0.5) | ((frac == 0.5) & ((n & 1) == 1))
+        inc = (frac > p.half) | ((frac == p.half) & ((n & 1) == 1))
     elif p.rnd == _AWAY:
-        inc = frac >= 0.5
+        inc = frac >= p.half
     elif p.rnd == _TZ:
         inc = False
     elif p.rnd == _UP:
-        inc = (not neg) & (frac > 0.0)
+        inc = (not neg) & (frac > p.fzero)
     elif p.rnd == _DOWN:
-        inc = neg & (frac > 0.0)
-    else:  # stochastic: up iff u < floor(2^32 · frac)
-        inc = np.uint64(u) < np.uint64(frac * 4294967296.0)
+        inc = neg & (frac > p.fzero)
+    else:  # stochastic: up iff u < floor(2^32 · frac) (exact: frac · 2^32 is an integer < 2^32)
+        inc = np.uint64(u) < np.uint64(frac * p.two32)
     n = n + np.int64(inc)
     if neg:
         n = -n
@@ -527,10 +546,11 @@ def _int_elem(v: Any, u: Any, p: Any) -> Any:
 
 
 @_inline  # type: ignore[misc]
-def _load_f64(x: Any, i: int, plan: Any) -> Any:
+def _load_value(x: Any, i: int, plan: Any) -> Any:
+    """Element i as a float of the array's type (rounded to float32 first under via-float32)."""
     if plan.in_kind == _IN_F64_VIA_F32:
-        return np.float64(np.float32(x[np.uint64(i)]))
-    return np.float64(x[np.uint64(i)])
+        return np.float32(x[np.uint64(i)])
+    return x[np.uint64(i)]
 
 
 def int_plan(fmt: IntFormat, policy: CastPolicy, dtype: np.dtype) -> Any:
@@ -539,8 +559,15 @@ def int_plan(fmt: IntFormat, policy: CastPolicy, dtype: np.dtype) -> Any:
     nan_neg = ((-mx if fmt.signed else 0) if policy.nan_to_finite is NanToFinite.SIGNED_MAX else 0)
     in_kind = (_IN_F32 if dtype == np.float32 else
                _IN_F64_VIA_F32 if policy.float64_via_float32 else _IN_F64)
+    # the loader's value type follows the array (numba unifies both branches of `_load_value`:
+    # float64 arrays give float64 values, the float32 rounding widened exactly under via-float32)
+    wide = dtype != np.float32
+    real: Any = np.float64 if wide else np.float32
     return IntPlan(rnd=_ROUNDING_ID[policy.rounding], imin=np.int64(mn), imax=np.int64(mx),
-                   clamp=float(1 << fmt.bits), mask=np.int64((1 << fmt.bits) - 1),
+                   clamp=real(1 << fmt.bits), half=real(0.5), fzero=real(0.0), two32=real(2.0**32),
+                   sign_bit=np.uint64(63) if wide else np.uint32(31),
+                   bits_zero=np.uint64(0) if wide else np.uint32(0),
+                   mask=np.int64((1 << fmt.bits) - 1),
                    ntf=_NTF_ID[policy.nan_to_finite], nan_neg=np.int64(nan_neg),
                    nan_pos=np.int64(nan_pos), in_kind=in_kind)
 
@@ -552,7 +579,7 @@ def _int_sr_span(x: Any, out: Any, lo: int, hi: int, k0: Any, k1: Any, plan: Any
         w = _philox(n, k0, k1)
         word = (i >> 8) & 3
         u = w[0] if word == 0 else (w[1] if word == 1 else (w[2] if word == 2 else w[3]))
-        code, refused = _int_elem(_load_f64(x, i, plan), u, plan)
+        code, refused = _int_elem(_load_value(x, i, plan), u, plan)
         if refused:
             return i
         out[np.uint64(i)] = OUT(code)
@@ -573,7 +600,7 @@ def _int_loops(plan: Any, OUT: Any) -> Callable[..., int]:
     def deterministic(x: Any, out: Any, lo: int, hi: int, key0: int, key1: int) -> int:
         any_refused = False
         for i in range(lo, hi):
-            code, refused = _int_elem(_load_f64(x, i, plan), _U32(0), plan)
+            code, refused = _int_elem(_load_value(x, i, plan), _U32(0), plan)
             out[np.uint64(i)] = OUT(code)
             any_refused |= refused
         return _int_first_nan(x, lo, hi) if any_refused else -1
@@ -595,10 +622,10 @@ def _int_loops(plan: Any, OUT: Any) -> Callable[..., int]:
             for k in range(256):
                 w = _philox(n0 | np.uint64(k), k0, k1)
                 i0 = base + k
-                c0, f0 = _int_elem(_load_f64(x, i0, plan), w[0], plan)
-                c1, f1 = _int_elem(_load_f64(x, i0 + 256, plan), w[1], plan)
-                c2, f2 = _int_elem(_load_f64(x, i0 + 512, plan), w[2], plan)
-                c3, f3 = _int_elem(_load_f64(x, i0 + 768, plan), w[3], plan)
+                c0, f0 = _int_elem(_load_value(x, i0, plan), w[0], plan)
+                c1, f1 = _int_elem(_load_value(x, i0 + 256, plan), w[1], plan)
+                c2, f2 = _int_elem(_load_value(x, i0 + 512, plan), w[2], plan)
+                c3, f3 = _int_elem(_load_value(x, i0 + 768, plan), w[3], plan)
                 out[np.uint64(i0)] = OUT(c0)
                 out[np.uint64(i0 + 256)] = OUT(c1)
                 out[np.uint64(i0 + 512)] = OUT(c2)
