@@ -143,6 +143,21 @@ def _shl_typer(typingctx: Any, a: Any, s: Any) -> Any:
 _shl: Any = intrinsic(_shl_typer)
 
 
+def _float_of_typer(typingctx: Any, bits: Any, like: Any) -> Any:
+    """The float whose bit pattern is `bits` (uint32 → float32, uint64 → float64; `like` is a float
+    of that type, for the signature)."""
+    if not (isinstance(bits, nbtypes.Integer) and isinstance(like, nbtypes.Float)):
+        return None
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        return builder.bitcast(args[0], context.get_value_type(like))
+
+    return like(bits, like), codegen
+
+
+_float_of: Any = intrinsic(_float_of_typer)
+
+
 _U32 = np.uint32
 _M0 = np.uint64(PHILOX_M0)
 _M1 = np.uint64(PHILOX_M1)
@@ -223,6 +238,8 @@ FloatPlan = namedtuple(
         "emin_b", "sh0", "shmax", "m", "hid_t", "odd_parity", "maxc", "over_code", "inf_code",
         "ss", "sbit", "nan_base", "quiet", "mmask_t", "magmask_t", "e8m0_nan",
         # choices (Python ints/bools: folded away by LLVM)
+        # the nearest-even shortcut (`_round_nearest_even`)
+        "fast_rne", "add_const", "sub_branch", "min_normal_bits", "magic", "magic_bits", "no_over",
         "rnd", "over_nan", "inf_nan", "flush", "subnormals", "signed", "layout", "payload",
         "ntf", "uzero", "uneg", "exp_field", "in_kind", "below_src",
     ],
@@ -230,11 +247,9 @@ FloatPlan = namedtuple(
 
 
 @_inline  # type: ignore[misc]
-def _float_elem(b: Any, a32: Any, u: Any, p: Any, U: Any) -> Any:
-    """(code, refused) of one input bit pattern `b` (U = its unsigned type); `a32` the float32
-    magnitude bits (for E8M0's exponent-field rule); `u` the element's 32 random bits."""
-    sgn = U(b >> p.sign_src)
-    a = U(b & p.abs_mask)
+def _round_general(a: Any, sgn: Any, a32: Any, u: Any, p: Any, U: Any) -> Any:
+    """(magnitude code, NaN from overflow) of the finite magnitude bits `a` under any rounding
+    mode: the codec's formula (sig·2^(e-p) → quantum exponent max(e, emin) - m → n → code)."""
     e_raw = U(a >> p.p)
     sig = U(a & p.mmask)
     if p.below_src:  # E8M0 from float32: a subnormal is sig·2 at biased exponent 0 (2^-127 = 1.0·2^0)
@@ -298,6 +313,36 @@ def _float_elem(b: Any, a32: Any, u: Any, p: Any, U: Any) -> Any:
     nan = over & (not toward_zero) & p.over_nan
     if over:
         code = p.maxc if toward_zero else p.over_code
+    return code, nan
+
+
+@_inline  # type: ignore[misc]
+def _round_nearest_even(a: Any, p: Any, U: Any) -> Any:
+    """(magnitude code, NaN from overflow) under nearest-even with a subnormal target range: in the
+    target's normal range add half a quantum minus one plus the kept last bit, and shift (the carry
+    into the exponent is the right carry); below it add a float "magic number" 2^(qe_min + p), which
+    the FPU rounds to the subnormal quantum, nearest-even, exactly. Beyond the last value that rounds
+    to max: overflow."""
+    code = U(U(U(a + p.add_const) + U(U(a >> p.sh0) & p.one)) >> p.sh0)
+    if p.sub_branch:
+        if a < p.min_normal_bits:
+            code = U(_bits_of(_float_of(a, p.magic) + p.magic) - p.magic_bits)
+    over = a > p.no_over
+    if over:
+        code = p.over_code
+    return code, over & p.over_nan
+
+
+@_inline  # type: ignore[misc]
+def _float_elem(b: Any, a32: Any, u: Any, p: Any, U: Any) -> Any:
+    """(code, refused) of one input bit pattern `b` (U = its unsigned type); `a32` the float32
+    magnitude bits (for E8M0's exponent-field rule); `u` the element's 32 random bits."""
+    sgn = U(b >> p.sign_src)
+    a = U(b & p.abs_mask)
+    if p.fast_rne:
+        code, nan = _round_nearest_even(a, p, U)
+    else:
+        code, nan = _round_general(a, sgn, a32, u, p, U)
     if p.flush:
         if (code > p.zero) & (code < p.hid_t):
             code = p.zero
@@ -387,15 +432,31 @@ def float_plan(fmt: FloatFormat, policy: CastPolicy, dtype: np.dtype) -> tuple[A
         over_code, inf_code = 0, 0  # NaN, set by the flags below
     over_nan = (not saturate) and (not fmt.has_inf) and has_nonfinite_code
     e_all = ((1 << fmt.exponent_bits) - 1) << m
+    sh0 = p - m
+    rebias = (sbias - fmt.bias) << p
+    sub_branch = fmt.emin + sbias > 1  # the target's subnormals lie in the source's normal range
+    fast_rne = (policy.rounding is Rounding.NEAREST_EVEN and fmt.subnormals and sh0 > 0
+                and (sub_branch or rebias == 0))
+    real: Any = np.float32 if width == 32 else np.float64
+    magic = real(2.0 ** (fmt.emin - m + p)) if fast_rne else real(1.0)
+    if fast_rne:
+        max_bits = (((maxc >> m) - fmt.bias + sbias) << p) | ((maxc & ((1 << m) - 1)) << sh0)
+        no_over = max_bits + (1 << (sh0 - 1)) - (maxc & 1)  # a tie at max + half rounds to even
+        add_const = ((1 << (sh0 - 1)) - 1 - rebias) % (1 << width)
+    else:
+        no_over = add_const = 0
     plan = FloatPlan(
         sign_src=U(width - 1), abs_mask=U((1 << (width - 1)) - 1),
         inf_bits=U(((1 << (width - 1 - p)) - 1) << p), p=U(p), mmask=U((1 << p) - 1),
         hid=U(1 << p), zero=U(0), one=U(1), c31=U(31), c32=U(32), p1=U(p + 1),
-        emin_b=U(fmt.emin + sbias), sh0=U(p - m), shmax=U(p + 2), m=U(m), hid_t=U(1 << m),
+        emin_b=U(fmt.emin + sbias), sh0=U(sh0), shmax=U(p + 2), m=U(m), hid_t=U(1 << m),
         odd_parity=U(0 if fmt.subnormals else 1), maxc=U(maxc), over_code=U(over_code),
         inf_code=U(inf_code), ss=U(fmt.sign_shift if fmt.signed else 0),
         sbit=U(1 << fmt.sign_shift), nan_base=U(e_all), quiet=U(1 << (m - 1) if m > 0 else 0),
         mmask_t=U((1 << m) - 1), magmask_t=U(fmt.magnitude_mask), e8m0_nan=U(0xFF),
+        fast_rne=fast_rne, add_const=U(add_const), sub_branch=sub_branch and fast_rne,
+        min_normal_bits=U(max(fmt.emin + sbias, 0) << p), magic=magic,
+        magic_bits=U(int(np.array(magic).view(U))), no_over=U(no_over),
         rnd=_ROUNDING_ID[policy.rounding], over_nan=over_nan,
         inf_nan=(not saturate) and (not fmt.has_inf),
         flush=fmt.subnormals and policy.subnormals is Subnormals.FLUSH,
