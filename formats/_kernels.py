@@ -159,55 +159,76 @@ _float_of: Any = intrinsic(_float_of_typer)
 
 
 _U32 = np.uint32
+_U64 = np.uint64
 _M0 = np.uint64(PHILOX_M0)
 _M1 = np.uint64(PHILOX_M1)
 _S32 = np.uint64(32)
-_KW0 = np.uint32(PHILOX_W0)
-_KW1 = np.uint32(PHILOX_W1)
+_LOW32 = np.uint64(0xFFFFFFFF)
+_KW0 = np.uint64(PHILOX_W0)
+_KW1 = np.uint64(PHILOX_W1)
 
 
 @_ir_inline  # type: ignore[misc]
 def _philox_round(c0: Any, c1: Any, c2: Any, c3: Any, k0: Any, k1: Any) -> Any:
-    p0 = _M0 * np.uint64(c0)
-    p1 = _M1 * np.uint64(c2)
-    return (_U32(_U32(p1 >> _S32) ^ c1 ^ k0), _U32(p1), _U32(_U32(p0 >> _S32) ^ c3 ^ k1), _U32(p0))
+    """One Philox round on 32-bit words held in uint64 lanes: only their low 32 bits are
+    meaningful (a product's low half is kept unmasked; every multiplicand is masked, which the
+    compiler folds into a 32×32 → 64-bit vector multiply, and outputs are truncated)."""
+    p0 = _M0 * (c0 & _LOW32)
+    p1 = _M1 * (c2 & _LOW32)
+    return (p1 >> _S32) ^ c1 ^ k0, p1, (p0 >> _S32) ^ c3 ^ k1, p0
 
 
 @_ir_inline  # type: ignore[misc]
-def _philox(n: Any, k0: Any, k1: Any) -> Any:
-    """Philox-4x32-10 of counter (n lo, n hi, 0, 0) under key (k0, k1): four uint32 words."""
-    c0 = _U32(n)
-    c1 = _U32(n >> _S32)
-    c2 = _U32(0)
-    c3 = _U32(0)
+def _philox(n: Any, key0: Any, key1: Any) -> Any:
+    """Philox-4x32-10 of counter (n lo, n hi, 0, 0) under key (key0, key1): four uint32 words."""
+    c0 = _U64(n) & _LOW32
+    c1 = _U64(n) >> _S32
+    c2 = _U64(0)
+    c3 = _U64(0)
+    k0 = _U64(key0)
+    k1 = _U64(key1)
     c0, c1, c2, c3 = _philox_round(c0, c1, c2, c3, k0, k1)
-    k0 = _U32(k0 + _KW0)
-    k1 = _U32(k1 + _KW1)
+    k0 = (k0 + _KW0) & _LOW32
+    k1 = (k1 + _KW1) & _LOW32
     c0, c1, c2, c3 = _philox_round(c0, c1, c2, c3, k0, k1)
-    k0 = _U32(k0 + _KW0)
-    k1 = _U32(k1 + _KW1)
+    k0 = (k0 + _KW0) & _LOW32
+    k1 = (k1 + _KW1) & _LOW32
     c0, c1, c2, c3 = _philox_round(c0, c1, c2, c3, k0, k1)
-    k0 = _U32(k0 + _KW0)
-    k1 = _U32(k1 + _KW1)
+    k0 = (k0 + _KW0) & _LOW32
+    k1 = (k1 + _KW1) & _LOW32
     c0, c1, c2, c3 = _philox_round(c0, c1, c2, c3, k0, k1)
-    k0 = _U32(k0 + _KW0)
-    k1 = _U32(k1 + _KW1)
+    k0 = (k0 + _KW0) & _LOW32
+    k1 = (k1 + _KW1) & _LOW32
     c0, c1, c2, c3 = _philox_round(c0, c1, c2, c3, k0, k1)
-    k0 = _U32(k0 + _KW0)
-    k1 = _U32(k1 + _KW1)
+    k0 = (k0 + _KW0) & _LOW32
+    k1 = (k1 + _KW1) & _LOW32
     c0, c1, c2, c3 = _philox_round(c0, c1, c2, c3, k0, k1)
-    k0 = _U32(k0 + _KW0)
-    k1 = _U32(k1 + _KW1)
+    k0 = (k0 + _KW0) & _LOW32
+    k1 = (k1 + _KW1) & _LOW32
     c0, c1, c2, c3 = _philox_round(c0, c1, c2, c3, k0, k1)
-    k0 = _U32(k0 + _KW0)
-    k1 = _U32(k1 + _KW1)
+    k0 = (k0 + _KW0) & _LOW32
+    k1 = (k1 + _KW1) & _LOW32
     c0, c1, c2, c3 = _philox_round(c0, c1, c2, c3, k0, k1)
-    k0 = _U32(k0 + _KW0)
-    k1 = _U32(k1 + _KW1)
+    k0 = (k0 + _KW0) & _LOW32
+    k1 = (k1 + _KW1) & _LOW32
     c0, c1, c2, c3 = _philox_round(c0, c1, c2, c3, k0, k1)
-    k0 = _U32(k0 + _KW0)
-    k1 = _U32(k1 + _KW1)
-    return _philox_round(c0, c1, c2, c3, k0, k1)
+    k0 = (k0 + _KW0) & _LOW32
+    k1 = (k1 + _KW1) & _LOW32
+    c0, c1, c2, c3 = _philox_round(c0, c1, c2, c3, k0, k1)
+    return _U32(c0), _U32(c1), _U32(c2), _U32(c3)
+
+
+@_inline  # type: ignore[misc]
+def _philox_tile(words: Any, t: int, k0: Any, k1: Any) -> None:
+    """The 1024 random words of tile t in element order: counter (t << 8) | k gives the words of
+    elements k, k + 256, k + 512, k + 768 (a vectorised loop over k)."""
+    n0 = np.uint64(t) << np.uint64(8)
+    for k in range(256):
+        w = _philox(n0 | np.uint64(k), k0, k1)
+        words[np.uint64(k)] = w[0]
+        words[np.uint64(k + 256)] = w[1]
+        words[np.uint64(k + 512)] = w[2]
+        words[np.uint64(k + 768)] = w[3]
 
 
 @njit(nogil=True)  # type: ignore[misc]
@@ -240,6 +261,8 @@ FloatPlan = namedtuple(
         # choices (Python ints/bools: folded away by LLVM)
         # the nearest-even shortcut (`_round_nearest_even`)
         "fast_rne", "add_const", "sub_branch", "min_normal_bits", "magic", "magic_bits", "no_over",
+        # the E8M0 exponent-field shortcut (`_round_e8m0_exponent_field`)
+        "e8m0_fast", "e8m0_add", "e8m0_lsb",
         "rnd", "over_nan", "inf_nan", "flush", "subnormals", "signed", "layout", "payload",
         "ntf", "uzero", "uneg", "exp_field", "in_kind", "below_src",
     ],
@@ -334,6 +357,22 @@ def _round_nearest_even(a: Any, p: Any, U: Any) -> Any:
 
 
 @_inline  # type: ignore[misc]
+def _round_e8m0_exponent_field(a: Any, p: Any, U: Any) -> Any:
+    """(code, NaN from overflow) of float32 magnitude bits `a` in E8M0 when float32 subnormals are
+    read by their exponent field (ml_dtypes, torch): a normal value's code is its exponent field
+    after rounding the mantissa into it (add a constant per mode, nearest-even adding the field's
+    last bit, then shift); a subnormal above 2^-127 gives 2^-126 (code 1), any other 2^-127 (0)."""
+    e_raw = U(a >> p.p)
+    code = U(U(U(a + p.e8m0_add) + U(e_raw & p.e8m0_lsb)) >> p.p)
+    if e_raw == p.zero:
+        code = U(a > U(p.hid >> p.one))
+    over = code > p.maxc
+    if over:
+        code = p.over_code
+    return code, over & p.over_nan
+
+
+@_inline  # type: ignore[misc]
 def _float_elem(b: Any, a32: Any, u: Any, p: Any, U: Any) -> Any:
     """(code, refused) of one input bit pattern `b` (U = its unsigned type); `a32` the float32
     magnitude bits (for E8M0's exponent-field rule); `u` the element's 32 random bits."""
@@ -341,6 +380,8 @@ def _float_elem(b: Any, a32: Any, u: Any, p: Any, U: Any) -> Any:
     a = U(b & p.abs_mask)
     if p.fast_rne:
         code, nan = _round_nearest_even(a, p, U)
+    elif p.e8m0_fast:
+        code, nan = _round_e8m0_exponent_field(a, p, U)
     else:
         code, nan = _round_general(a, sgn, a32, u, p, U)
     if p.flush:
@@ -445,6 +486,11 @@ def float_plan(fmt: FloatFormat, policy: CastPolicy, dtype: np.dtype) -> tuple[A
         add_const = ((1 << (sh0 - 1)) - 1 - rebias) % (1 << width)
     else:
         no_over = add_const = 0
+    exp_field = src32 and not fmt.subnormals and policy.e8m0_float32_subnormals == "exponent_field"
+    e8m0_fast = exp_field and m == 0 and policy.rounding is not Rounding.STOCHASTIC
+    half_mant = 1 << (p - 1)
+    e8m0_add = {Rounding.NEAREST_EVEN: half_mant - 1, Rounding.NEAREST_AWAY: half_mant,
+                Rounding.UP: (1 << p) - 1}.get(policy.rounding, 0)
     plan = FloatPlan(
         sign_src=U(width - 1), abs_mask=U((1 << (width - 1)) - 1),
         inf_bits=U(((1 << (width - 1 - p)) - 1) << p), p=U(p), mmask=U((1 << p) - 1),
@@ -457,13 +503,15 @@ def float_plan(fmt: FloatFormat, policy: CastPolicy, dtype: np.dtype) -> tuple[A
         fast_rne=fast_rne, add_const=U(add_const), sub_branch=sub_branch and fast_rne,
         min_normal_bits=U(max(fmt.emin + sbias, 0) << p), magic=magic,
         magic_bits=U(int(np.array(magic).view(U))), no_over=U(no_over),
+        e8m0_fast=e8m0_fast, e8m0_add=U(e8m0_add),
+        e8m0_lsb=U(1 if policy.rounding is Rounding.NEAREST_EVEN else 0),
         rnd=_ROUNDING_ID[policy.rounding], over_nan=over_nan,
         inf_nan=(not saturate) and (not fmt.has_inf),
         flush=fmt.subnormals and policy.subnormals is Subnormals.FLUSH,
         subnormals=fmt.subnormals, signed=fmt.signed, layout=_NAN_LAYOUT_ID[fmt.nan_encoding],
         payload=_PAYLOAD_ID[policy.nan_payload], ntf=_NTF_ID[policy.nan_to_finite],
         uzero=_UZERO_ID[policy.unsigned_zero], uneg=_UNEG_ID[policy.unsigned_negative],
-        exp_field=src32 and not fmt.subnormals and policy.e8m0_float32_subnormals == "exponent_field",
+        exp_field=exp_field,
         in_kind=in_kind, below_src=fmt.emin + sbias < 1,
     )
     return plan, U
@@ -518,21 +566,15 @@ def _float_loops(plan: Any, U: Any, OUT: Any) -> Callable[..., int]:
         if head >= 0:
             return head
         any_refused = False
+        words = np.empty(TILE, np.uint32)  # one tile's random words (4 KiB, reused)
         for t in range(t_first, t_last):
+            _philox_tile(words, t, k0, k1)
             base = t * TILE
-            n0 = np.uint64(t) << np.uint64(8)
-            for k in range(256):  # one Philox call: elements base+k, +256, +512, +768
-                w = _philox(n0 | np.uint64(k), k0, k1)
-                i0 = base + k
-                c0, f0 = _float_elem(_load(x, i0, plan), _load_a32(x, i0, plan), w[0], plan, U)
-                c1, f1 = _float_elem(_load(x, i0 + 256, plan), _load_a32(x, i0 + 256, plan), w[1], plan, U)
-                c2, f2 = _float_elem(_load(x, i0 + 512, plan), _load_a32(x, i0 + 512, plan), w[2], plan, U)
-                c3, f3 = _float_elem(_load(x, i0 + 768, plan), _load_a32(x, i0 + 768, plan), w[3], plan, U)
-                out[np.uint64(i0)] = OUT(c0)
-                out[np.uint64(i0 + 256)] = OUT(c1)
-                out[np.uint64(i0 + 512)] = OUT(c2)
-                out[np.uint64(i0 + 768)] = OUT(c3)
-                any_refused |= f0 | f1 | f2 | f3
+            for j in range(TILE):
+                code, refused = _float_elem(_load(x, base + j, plan), _load_a32(x, base + j, plan),
+                                            words[np.uint64(j)], plan, U)
+                out[np.uint64(base + j)] = OUT(code)
+                any_refused |= refused
         if any_refused:
             return _first_refused(x, t_first * TILE, t_last * TILE, plan, U)
         return _sr_span(x, out, t_last * TILE, hi, k0, k1, plan, U, OUT)
@@ -677,21 +719,14 @@ def _int_loops(plan: Any, OUT: Any) -> Callable[..., int]:
         if head >= 0:
             return head
         any_refused = False
+        words = np.empty(TILE, np.uint32)
         for t in range(t_first, t_last):
+            _philox_tile(words, t, k0, k1)
             base = t * TILE
-            n0 = np.uint64(t) << np.uint64(8)
-            for k in range(256):
-                w = _philox(n0 | np.uint64(k), k0, k1)
-                i0 = base + k
-                c0, f0 = _int_elem(_load_value(x, i0, plan), w[0], plan)
-                c1, f1 = _int_elem(_load_value(x, i0 + 256, plan), w[1], plan)
-                c2, f2 = _int_elem(_load_value(x, i0 + 512, plan), w[2], plan)
-                c3, f3 = _int_elem(_load_value(x, i0 + 768, plan), w[3], plan)
-                out[np.uint64(i0)] = OUT(c0)
-                out[np.uint64(i0 + 256)] = OUT(c1)
-                out[np.uint64(i0 + 512)] = OUT(c2)
-                out[np.uint64(i0 + 768)] = OUT(c3)
-                any_refused |= f0 | f1 | f2 | f3
+            for j in range(TILE):
+                code, refused = _int_elem(_load_value(x, base + j, plan), words[np.uint64(j)], plan)
+                out[np.uint64(base + j)] = OUT(code)
+                any_refused |= refused
         if any_refused:
             return _int_first_nan(x, t_first * TILE, t_last * TILE)
         return _int_sr_span(x, out, t_last * TILE, hi, k0, k1, plan, OUT)
