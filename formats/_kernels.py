@@ -606,46 +606,43 @@ def _load_a32(x: Any, i: int, plan: Any) -> Any:
 # integer grids
 # ------------------------------------------------------------------------------------------------
 
-IntPlan = namedtuple("IntPlan", ["rnd", "imin", "imax", "clamp", "half", "fzero", "two32", "sign_bit",
+IntPlan = namedtuple("IntPlan", ["rnd", "fmin", "fmax", "clamp", "half", "fzero", "two32", "sign_bit",
                                  "bits_zero", "mask", "ntf", "nan_neg", "nan_pos", "in_kind"])
 
 
 @_inline  # type: ignore[misc]
 def _int_elem(v: Any, u: Any, p: Any) -> Any:
     """(code, refused) of one value on an integer grid: round |v| under the policy's mode, restore
-    the sign, clamp to [min, max], two's complement bits (as `codec._encode_int`). Works in v's own
-    float type (float32 input: float32 arithmetic, exact: floor and the fraction of a float32 are
-    float32 values)."""
+    the sign, clamp to [min, max], two's complement bits (as `codec._encode_int`). All in v's own
+    float type (exact: the grid's integers and a float's floor and fraction are representable),
+    one conversion to int32 at the end."""
     nan = v != v
     neg = (_bits_of(v) >> p.sign_bit) != p.bits_zero
     mag = abs(v)
     if not mag <= p.clamp:  # beyond the grid (or NaN): any value past 2^bits clamps the same
         mag = p.clamp
-    fl = np.floor(mag)
-    frac = mag - fl
-    n = np.int64(fl)
     if p.rnd == _RNE:
-        inc = (frac > p.half) | ((frac == p.half) & ((n & 1) == 1))
+        r = np.rint(mag)  # ties to even
     elif p.rnd == _AWAY:
-        inc = frac >= p.half
+        fl = np.floor(mag)  # (not floor(mag + 0.5): that sum rounds for 0.5 - 2^-25)
+        r = fl + p.half + p.half if mag - fl >= p.half else fl
     elif p.rnd == _TZ:
-        inc = False
+        r = np.floor(mag)
     elif p.rnd == _UP:
-        inc = (not neg) & (frac > p.fzero)
+        r = np.floor(mag) if neg else np.ceil(mag)
     elif p.rnd == _DOWN:
-        inc = neg & (frac > p.fzero)
+        r = np.ceil(mag) if neg else np.floor(mag)
     else:  # stochastic: up iff u < floor(2^32 · frac) (exact: frac · 2^32 is an integer < 2^32)
-        inc = np.uint64(u) < np.uint64(frac * p.two32)
-    n = n + np.int64(inc)
-    if neg:
-        n = -n
-    n = min(max(n, p.imin), p.imax)
+        fl = np.floor(mag)
+        r = fl + p.half + p.half if np.uint64(u) < np.uint64((mag - fl) * p.two32) else fl
+    val = -r if neg else r
+    val = min(max(val, p.fmin), p.fmax)
     refused = False
     if nan:
         if p.ntf == _RAISE:
             refused = True
-        n = p.nan_neg if neg else p.nan_pos
-    return np.int64(n & p.mask), refused
+        val = p.nan_neg if neg else p.nan_pos
+    return np.int32(val) & p.mask, refused
 
 
 @_inline  # type: ignore[misc]
@@ -666,13 +663,13 @@ def int_plan(fmt: IntFormat, policy: CastPolicy, dtype: np.dtype) -> Any:
     # float64 arrays give float64 values, the float32 rounding widened exactly under via-float32)
     wide = dtype != np.float32
     real: Any = np.float64 if wide else np.float32
-    return IntPlan(rnd=_ROUNDING_ID[policy.rounding], imin=np.int64(mn), imax=np.int64(mx),
+    return IntPlan(rnd=_ROUNDING_ID[policy.rounding], fmin=real(mn), fmax=real(mx),
                    clamp=real(1 << fmt.bits), half=real(0.5), fzero=real(0.0), two32=real(2.0**32),
                    sign_bit=np.uint64(63) if wide else np.uint32(31),
                    bits_zero=np.uint64(0) if wide else np.uint32(0),
-                   mask=np.int64((1 << fmt.bits) - 1),
-                   ntf=_NTF_ID[policy.nan_to_finite], nan_neg=np.int64(nan_neg),
-                   nan_pos=np.int64(nan_pos), in_kind=in_kind)
+                   mask=np.int32((1 << fmt.bits) - 1),
+                   ntf=_NTF_ID[policy.nan_to_finite], nan_neg=real(nan_neg),
+                   nan_pos=real(nan_pos), in_kind=in_kind)
 
 
 @_inline  # type: ignore[misc]
