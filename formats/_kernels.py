@@ -1,7 +1,7 @@
 """Compiled one-pass codec kernels: encode, stochastic rounding and decode, one element at a time.
 
 Engine: numba (LLVM). Why: it compiles plain Python loops to vectorised machine code (AVX2 here) with
-no C toolchain at install time (wheels for the common platforms, ~45 MB), keeps the kernels readable
+no C toolchain at install time (numba and llvmlite wheels for the common platforms), keeps the kernels readable
 next to the numpy reference, releases the GIL so our own thread pool runs them in parallel, and can
 *specialise*: a kernel is built per (format, policy, input dtype) as a closure over that case's
 constants, so LLVM folds every policy branch away and each specialisation is a straight-line loop
@@ -9,36 +9,46 @@ body — one read of the input, one write of the codes, no temporaries. torch's 
 ops were the other candidate; they run one operator per pass (≈ 15 passes for a full policy), which
 is what the numpy codec already does. A C extension would need a compiler on every install.
 
-Layout of the family:
+Layout of the family (element functions, inlined into loop kernels):
 
-* `_float_elem` is the whole cast of one float32/float64 bit pattern to a float format's code under
-  a policy, as integer arithmetic on the bits (the same formula as `codec`'s numpy reference: the
-  value sig·2^(e-p) gets the quantum exponent qe = max(e, emin) - m, the rounded significand n, and
-  the code ((qe - qe_min) << m) + n, with overflow, flushing, ±Inf, NaN payloads, signs and the
-  unsigned-E8M0 rules as selects). `_int_elem` does INT8/INT4. Both are inlined into
-* loop kernels built by `encode_kernel(fmt, policy, dtype)`: a deterministic loop, and for stochastic
-  rounding a loop over 1024-element tiles that computes one Philox-4x32-10 call per four elements
-  (the stream of `formats.philox`) and feeds its words to the element function.
-* `decode_gather`: codes → float32 through the format's exact value table (`codec._decode_table`).
+* `_float_elem`: the cast of one float32/float64 bit pattern to a float format's code under a
+  policy, as integer arithmetic on the bits. Rounding is one of
+  `_round_nearest_even` (add-and-shift in the target's normal range, a float "magic number" add
+  below it — the numpy reference's shortcut), `_round_e8m0_exponent_field` (E8M0 under the
+  ml_dtypes/torch reading of float32 subnormals) or `_round_general` (every mode, stochastic
+  included: the value sig·2^(e-p) gets the quantum exponent qe = max(e, emin) - m, the rounded
+  significand n and the code ((qe - qe_min) << m) + n); a shared tail applies flushing, ±Inf, NaN
+  payloads, signs and the unsigned-E8M0 rules as selects. `_int_elem` does INT8/INT4 in float.
+* `encode_kernel(fmt, policy, dtype)` builds the loop: deterministic, or for stochastic rounding a
+  loop over 1024-element tiles that first fills the tile's 1024 Philox-4x32-10 words (256 calls,
+  vectorised; the stream of `formats.philox`) and then rounds the tile with them.
+* `decode_all_valid` / `decode_checked`: codes → float32 through the exact value table
+  (`codec._decode_table`), the range check fused into the pass where the code dtype needs one.
 
 Each kernel works on an index range [lo, hi) of flat arrays and returns the first index whose value
 the policy refuses (NaN into a NaN-less format under nan_to_finite='raise', zero/negative into E8M0
 under 'raise') or -1; `codec` splits arrays over its thread pool and raises the error.
 
-Caching: kernels are compiled at first use (≈ 0.1–1 s each) and kept in memory; with a writable
+Caching: kernels are compiled at first use (about 1 s each, 3 s for a stochastic one, on this
+2-core machine) and kept in memory; with a writable
 cache directory numba also stores them on disk (`cache=True`: the package's `__pycache__`, else
 NUMBA_CACHE_DIR or the user cache), so a later process loads them in milliseconds. A read-only
 install without a writable cache directory compiles in memory only. LOWPREC_CODEC_CACHE=0 turns the
 disk cache off.
 
-How the block quantizers (MX, NVFP4) go on these kernels: their element step is exactly
-`_float_elem` applied to x · encode_scale; a block kernel is a loop over blocks that (1) reduces the
-block's |x| bits to the amax (an unsigned max, NaN > Inf > finite, as `simulations.blocks` does),
-(2) derives the scale code with a scale-rule element function (E8M0 from the amax exponent for MX;
-`_float_elem` under the E4M3FN policy for NVFP4's block scale), and (3) runs `_float_elem` over the
-block's elements with the scaled bits — all in registers, one read and one write per element, the
-Philox stream keyed by the element's flat index as here. The pieces they need are the element
-functions with their plan records; the named block conventions then become plan fields.
+How the block quantizers (MX, NVFP4) go on these kernels (not done here: their conventions are
+being named first). Their element step is `_float_elem` on the scaled value: MX divides by 2^X
+(exact, so the scaled bits are the input bits with the exponent field lowered by X, or an exact
+float multiply); NVFP4's reference forms x / (block_scale · tensor_scale) in float64, which the
+kernel does in a register (`_bits_of(np.float64(x) / scale)`, a float64 plan). A block kernel is
+a loop over blocks (a thread range is a range of blocks) that (1) takes the block amax as the
+unsigned max of its |x| bits (NaN > Inf > finite, as `simulations.blocks` does), (2) derives the
+scale code by a scale-rule element function (E8M0 from the amax exponent per `ScaleRule`; for
+NVFP4 `_float_elem` under the E4M3FN scale policy), and (3) rounds the block's elements, writing
+codes and the scale code — one read of x (the block stays in L1 between the amax and the element
+pass), one write of the codes. Each named block convention becomes a plan record like `FloatPlan`
+(scale rule, element and scale policies, block shape), built and cached by the same
+closure-per-plan mechanism; stochastic rounding keys Philox by the element's flat index as here.
 """
 
 from __future__ import annotations
