@@ -23,7 +23,8 @@ Layout of the family (element functions, inlined into loop kernels):
   loop over 1024-element tiles that first fills the tile's 1024 Philox-4x32-10 words (256 calls,
   vectorised; the stream of `formats.philox`) and then rounds the tile with them.
 * `decode_all_valid` / `decode_checked`: codes → float32 through the exact value table
-  (`codec._decode_table`), the range check fused into the pass where the code dtype needs one.
+  (`codec._decode_table`), the range check fused into the pass where the code dtype needs one;
+  `decode_shifted` where that table is a plain shift of the code (BF16).
 
 Each kernel works on an index range [lo, hi) of flat arrays and returns the first index whose value
 the policy refuses (NaN into a NaN-less format under nan_to_finite='raise', zero/negative into E8M0
@@ -793,5 +794,13 @@ def _decode_checked(codes: Any, table: Any, out: Any, lo: int, hi: int) -> Any:
     return cmin, cmax
 
 
+def _decode_shifted(codes: Any, out_bits: Any, lo: int, hi: int, shift: Any) -> None:
+    """out_bits[i] = codes[i] << shift: decode where the value table is exactly that (BF16, whose
+    codes are the top half of a float32, NaN payloads included under the ml_dtypes/torch rules)."""
+    for i in range(lo, hi):
+        out_bits[np.uint64(i)] = _shl(np.uint32(codes[np.uint64(i)]), shift)
+
+
+decode_shifted = _jit(_decode_shifted)
 decode_all_valid = _jit(_decode_all_valid)
 decode_checked = _jit(_decode_checked)

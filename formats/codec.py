@@ -909,6 +909,18 @@ def decode(codes: Any, fmt: str | Format, *, nan_bits: str = "ml_dtypes") -> np.
     return out
 
 
+_SHIFT_TABLES: dict[tuple[str, int], bool] = {}
+
+
+def _table_is_shift(f: Format, table: np.ndarray) -> bool:
+    """Whether the value table is exactly code << (32 - bits) as float32 bits (BF16's is)."""
+    key = (f.name, id(table))
+    if key not in _SHIFT_TABLES:
+        codes = np.arange(f.n_codes, dtype=np.uint32)
+        _SHIFT_TABLES[key] = bool(np.array_equal(table.view(np.uint32), codes << np.uint32(32 - f.bits)))
+    return _SHIFT_TABLES[key]
+
+
 def _decode_compiled(kernels: ModuleType, arr: np.ndarray, f: Format, table: np.ndarray) -> np.ndarray:
     """Table lookup in one pass; the range check is fused into it unless every value of the code
     dtype is a valid code (uint8 codes of an 8-bit format, uint16 codes of a 16-bit one)."""
@@ -919,8 +931,13 @@ def _decode_compiled(kernels: ModuleType, arr: np.ndarray, f: Format, table: np.
     fout = out.reshape(-1)
     ranges = _thread_ranges(flat.shape[0])
     all_valid = (flat.dtype == np.uint8 and f.n_codes == 256) or (flat.dtype == np.uint16 and f.n_codes == 65536)
+    shift = 32 - f.bits if all_valid and _table_is_shift(f, table) else 0
+    out_bits = fout.view(np.uint32)
 
     def part(r: tuple[int, int]) -> tuple[int, int]:
+        if shift:
+            kernels.decode_shifted(flat, out_bits, r[0], r[1], np.uint32(shift))
+            return 0, 0
         if all_valid:
             kernels.decode_all_valid(flat, table, fout, r[0], r[1])
             return 0, 0
