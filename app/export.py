@@ -85,11 +85,26 @@ def _build(route: str) -> tuple[pn.Column, list[tuple[pages.PlacedWidget, pn.vie
     for item in placed:
         if item.widget is None:
             continue
-        i = next(k for k, obj in enumerate(objects) if obj is item.widget)
         panel_view: Any = pn.panel(item.widget)
-        objects[i] = panel_view
+        _swap_view(objects, item.widget, panel_view)
         views.append((item, panel_view))
     return pages.page(title, objects, current=title, suffix=".html"), views
+
+
+def _swap_view(objects: list[Any], widget: Any, panel_view: Any) -> None:
+    """Put `panel_view` where `widget` sits in `objects`: directly, or inside the `LockRegion` that
+    hides it until a prediction is answered."""
+    from lowprec.app.exercises import LockRegion
+
+    for k, obj in enumerate(objects):
+        if obj is widget:
+            objects[k] = panel_view
+            return
+        if isinstance(obj, LockRegion) and obj.view is widget:
+            obj.view = panel_view
+            obj.content.objects = [panel_view]
+            return
+    raise ValueError(f"widget {type(widget).__name__} is not on the page it was placed on")
 
 
 def _control_widget(view: pn.viewable.Viewable, param_name: str) -> Any:

@@ -51,11 +51,14 @@ def widget_route(name: str) -> str:
 
 @dataclass
 class PlacedWidget:
-    """A widget on a page with the URL prefix of its parameters ('' on a widget page)."""
+    """A widget on a page with the URL prefix of its parameters ('' on a widget page), and where
+    refused URL values are reported when not in the widget's own alert (a locked widget's region
+    shows them outside the hidden part, so a bad link is never silent)."""
 
     name: str
     widget: Any  # the Viewer, or None when it could not be built
     prefix: str
+    url_alert: Any = None
 
 
 def href(route: str, from_home: bool, suffix: str = "") -> str:
@@ -118,7 +121,8 @@ def sync_url(placed: list[PlacedWidget], location: Any = None) -> bool:
             continue
         widget = item.widget
 
-        def on_error(values: dict[str, Any], widget: Any = widget, prefix: str = item.prefix) -> None:
+        def on_error(values: dict[str, Any], widget: Any = widget, prefix: str = item.prefix,
+                     url_alert: Any = item.url_alert) -> None:
             # Panel reads query values as JSON first, so a text parameter can arrive as a number
             # (value=3.3 → 3.3, and -0 → 0, losing the sign): retry text parameters with the raw
             # query text, one parameter at a time, and report only what is still refused.
@@ -132,7 +136,7 @@ def sync_url(placed: list[PlacedWidget], location: Any = None) -> bool:
                     widget.param.update(**{name: value})
                 except (ValueError, TypeError):
                     refused[name] = value
-            alert = getattr(widget, "_alert", None)
+            alert = url_alert if url_alert is not None else getattr(widget, "_alert", None)
             if refused and alert is not None:
                 text = ", ".join(f"{prefix}{k}={v!r}" for k, v in refused.items())
                 alert.object = f"Invalid URL parameters: {text}"
@@ -170,8 +174,13 @@ def lesson_body(lesson: Lesson) -> tuple[list[pn.viewable.Viewable], list[Placed
             k = counts[block.name]
             prefix = f"{block.name}{'' if k == 1 else k}."
             widget, view = build_widget(block.name, dict(block.params))
-            placed.append(PlacedWidget(block.name, widget, prefix))
-            objects.append(exercises.locked(view, lock) if lock is not None else view)
+            if lock is None:
+                placed.append(PlacedWidget(block.name, widget, prefix))
+                objects.append(view)
+            else:
+                region = exercises.locked(view, lock)
+                placed.append(PlacedWidget(block.name, widget, prefix, url_alert=region.alert))
+                objects.append(region)
             lock = None
         else:
             if isinstance(block, PredictionBlock):
