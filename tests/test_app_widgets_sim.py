@@ -80,7 +80,8 @@ def test_registry_defaults_and_render(cls: type[SimulationWidget]) -> None:
         assert len({len(col) for col in src.data.values()}) == 1, name
     assert sum(len(next(iter(src.data.values()))) for src in w.sources.values()) > 0
     root = pn.panel(w).get_root()  # type: ignore[attr-defined]
-    assert root is not None
+    shown = {id(m) for m in root.references()}
+    assert all(id(src) in shown for src in w.sources.values())  # the page draws the widget's data
 
 
 def _options(cls: type[SimulationWidget]) -> list[tuple[str, Any]]:

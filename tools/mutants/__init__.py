@@ -28,6 +28,7 @@ class Mutant:
     description: str  # the realistic mistake this models
     tests: tuple[str, ...]  # pytest arguments selecting the tests that should catch it
     keyword: str = ""  # optional `-k` expression narrowing the selection
+    env: tuple[tuple[str, str], ...] = ()  # extra environment, e.g. (("LOWPREC_CODEC", "numpy"),)
 
 
 def snippet_count(root: Path, m: Mutant) -> int:

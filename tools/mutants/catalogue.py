@@ -9,69 +9,83 @@ comparisons that cover the edited place. Add an entry with every fix of a bug th
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from . import Mutant
 
-CODEC = ("tests/test_formats_codec.py", "tests/test_codec_paths.py")
+#: formats mutants run the codec's numpy reference path (LOWPREC_CODEC=numpy): the compiled kernels
+#: are cached on disk and would not see a mutant in the numpy path (tests that pick a path still do)
+NUMPY = (("LOWPREC_CODEC", "numpy"),)
+CODEC_K = ("vs_ml_dtypes or vs_torch or vs_backends or clipped or issue_facts or every_code or every_policy "
+           "or refusals or nan_rules or flush or directed or scalar_codec or stochastic")
+CODEC = ("tests/test_codec_paths.py::test_every_policy_field_matches_numpy_and_scalar", "tests/test_formats_codec.py",
+         "tests/test_conventions_oracle.py")
 SPECS = ("tests/test_formats_specs.py",)
 CONV = ("tests/test_conventions_oracle.py", "tests/test_formats_codec.py")
-SCALAR = ("tests/test_formats_properties.py",)
-MX = ("tests/test_blocks.py", "tests/test_block_gaps.py")
+SCALAR = ("tests/test_formats_properties.py", "tests/test_codec_paths.py")
+MX = ("tests/test_block_gaps.py", "tests/test_blocks.py")
 BC = ("tests/test_block_conventions.py", "tests/test_torchao_blocks.py", "tests/test_te_reference.py")
-DELAYED = ("tests/test_delayed.py", "tests/test_scaling_gaps.py")
-SCALING = ("tests/test_scaling.py", "tests/test_scaling_gaps.py")
+DELAYED = ("tests/test_scaling_gaps.py", "tests/test_delayed.py")
+SCALING = ("tests/test_scaling_gaps.py", "tests/test_scaling.py")
 
-MUTANTS: tuple[Mutant, ...] = (
+
+def _codec(name: str, original: str, replacement: str, description: str, tests: tuple[str, ...] = CODEC,
+           keyword: str = CODEC_K) -> Mutant:
+    return Mutant(name, "formats/codec.py", original, replacement, description, tests, keyword, NUMPY)
+
+
+_CATALOGUE: tuple[Mutant, ...] = (
     # ---- formats/codec.py: the numpy reference encoder / decoder --------------------------------
-    Mutant("codec-rne-ties-away", "formats/codec.py",
+    _codec("codec-rne-ties-away",
            "inc = (r > half) | ((r == half) & (half != 0) & odd)",
            "inc = (r >= half) & (half != 0)",
            "nearest-even rounds ties away from zero", CODEC),
-    Mutant("codec-away-ties-down", "formats/codec.py",
+    _codec("codec-away-ties-down",
            "inc = (r >= half) & (r != 0)",
            "inc = (r > half) & (r != 0)",
            "nearest-away rounds ties toward zero (E8M0 under ml_dtypes/torch)", CODEC),
-    Mutant("codec-up-ignores-sign", "formats/codec.py",
+    _codec("codec-up-ignores-sign",
            "inc = (r != 0) & (rsign == 0)",
            "inc = r != 0",
            "round-up increments negative magnitudes too (rounds away from zero)", CODEC),
-    Mutant("codec-stochastic-le", "formats/codec.py",
+    _codec("codec-stochastic-le",
            "inc = rand.astype(np.int64) < thr",
            "inc = rand.astype(np.int64) <= thr",
            "stochastic rounding: P(up) off by 2^-32 (exact values round up sometimes)",
            ("tests/test_codec_stream.py", "tests/test_formats_properties.py")),
-    Mutant("codec-overflow-ge", "formats/codec.py",
+    _codec("codec-overflow-ge",
            "over = code > maxc",
            "over = code >= maxc",
            "overflow threshold off by one code: the largest finite value counts as overflow", CODEC),
-    Mutant("codec-saturate-keeps-inf", "formats/codec.py",
+    _codec("codec-saturate-keeps-inf",
            "if policy.overflow is Overflow.SATURATE:\n            code = np.where(is_inf, maxc, code)",
            "if False:\n            code = np.where(is_inf, maxc, code)",
            "a saturating cast lets ±Inf inputs through as Inf/NaN", CODEC + ("tests/test_conventions_oracle.py",)),
-    Mutant("codec-flush-smallest-normal", "formats/codec.py",
+    _codec("codec-flush-smallest-normal",
            "code = np.where((code > 0) & (code < (1 << m)), 0, code)",
            "code = np.where((code > 0) & (code <= (1 << m)), 0, code)",
            "flush-to-zero also flushes the smallest normal", CODEC + ("tests/test_formats_properties.py",)),
-    Mutant("codec-subnormal-quantum", "formats/codec.py",
+    _codec("codec-subnormal-quantum",
            "qe = np.maximum(e, emin) - m",
            "qe = np.maximum(e, emin - 1) - m",
            "subnormal quantum one binade too fine (subnormal boundary)", CODEC),
-    Mutant("codec-down-overflow-sign", "formats/codec.py",
+    _codec("codec-down-overflow-sign",
            "| ((rnd is Rounding.DOWN) & (rsign == 0))",
            "| ((rnd is Rounding.DOWN) & (rsign == 1))",
            "round-down overflow goes to Inf on the wrong side", CODEC + ("tests/test_formats_properties.py",)),
-    Mutant("codec-fnuz-negative-zero", "formats/codec.py",
+    _codec("codec-fnuz-negative-zero",
            "code = np.where(code == 0, 0, code | (sign << fmt.sign_shift))",
            "code = code | (sign << fmt.sign_shift)",
            "fnuz formats: -0 encodes as 0x80, which is their NaN", CODEC),
-    Mutant("codec-unsigned-minus-zero", "formats/codec.py",
+    _codec("codec-unsigned-minus-zero",
            "neg_nonzero = (sign == 1) & ~is_nan_in & ~zero",
            "neg_nonzero = (sign == 1) & ~is_nan_in",
            "unsigned formats (E8M0) treat -0 as a negative number", CODEC),
-    Mutant("codec-e8m0-f32-subnormal-edge", "formats/codec.py",
+    _codec("codec-e8m0-f32-subnormal-edge",
            "f32_sub_up = (a32 > np.uint32(0x400000)) & (a32 < np.uint32(0x800000))",
            "f32_sub_up = (a32 >= np.uint32(0x400000)) & (a32 < np.uint32(0x800000))",
            "E8M0 exponent-field rule: 2^-127 itself goes up to 2^-126", CODEC),
-    Mutant("decode-subnormal-exponent", "formats/codec.py",
+    _codec("decode-subnormal-exponent",
            "exp = np.maximum(E, 1) - fmt.bias - m",
            "exp = E - fmt.bias - m",
            "subnormal codes decode with exponent field 0 (half their value)", CODEC),
@@ -251,3 +265,7 @@ MUTANTS: tuple[Mutant, ...] = (
            "mags[mags >= uint(inf_bits(blocks.dtype))] = 0",
            "fmaxf-style amax also drops Inf (an Inf block is treated as finite)", BC),
 )
+
+#: every mutant; those in formats/ run with the numpy codec path (see NUMPY)
+MUTANTS: tuple[Mutant, ...] = tuple(
+    replace(m, env=NUMPY) if m.path.startswith("formats/") and not m.env else m for m in _CATALOGUE)
