@@ -130,6 +130,8 @@ def main(argv: list[str] | None = None) -> int:
     t_start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="lowprec-mutants-") as tmp:
         trees = [scratch_copy(Path(tmp) / f"tree{i}") for i in range(jobs)]
+        signal.signal(signal.SIGINT, _stop)
+        signal.signal(signal.SIGTERM, _stop)
         baseline: dict[str, Any] = {"ran": False}
         if ns.baseline:
             # every distinct selection (tests, -k, environment) once, unmutated: each must pass
@@ -137,6 +139,8 @@ def main(argv: list[str] | None = None) -> int:
             failures = []
             t0 = time.perf_counter()
             for tests, keyword, env in groups:
+                if _STOP.is_set():
+                    return 130
                 outcome, detail, dt, cpu = run_tests(trees[0], tests, keyword, 3 * ns.timeout, env)
                 print(f"baseline {outcome:7s} {dt:6.1f} s ({cpu:5.1f} s CPU) {' '.join(tests)[:90]} "
                       f"{'-k ...' if keyword else ''} {dict(env) or ''} {detail}", flush=True)
@@ -171,8 +175,6 @@ def main(argv: list[str] | None = None) -> int:
                           f"{r['first_failure']}", flush=True)
 
         threads = [threading.Thread(target=worker, args=(t,)) for t in trees]
-        signal.signal(signal.SIGINT, _stop)
-        signal.signal(signal.SIGTERM, _stop)
         for t in threads:
             t.start()
         for t in threads:
