@@ -17,7 +17,7 @@ from . import Mutant
 #: are cached on disk and would not see a mutant in the numpy path (tests that pick a path still do)
 NUMPY = (("LOWPREC_CODEC", "numpy"),)
 CODEC_K = ("vs_ml_dtypes or vs_torch or vs_backends or clipped or issue_facts or every_code or every_policy "
-           "or refusals or nan_rules or flush or directed or scalar_codec or stochastic")
+           "or refusals or nan_rules or flush or directed or scalar_codec or stochastic or codec_gaps")
 CODEC = ("tests/test_codec_paths.py::test_every_policy_field_matches_numpy_and_scalar", "tests/test_formats_codec.py",
          "tests/test_conventions_oracle.py")
 SPECS = ("tests/test_formats_specs.py",)
@@ -51,8 +51,8 @@ _CATALOGUE: tuple[Mutant, ...] = (
     _codec("codec-stochastic-le",
            "inc = rand.astype(np.int64) < thr",
            "inc = rand.astype(np.int64) <= thr",
-           "stochastic rounding: P(up) off by 2^-32 (exact values round up sometimes)",
-           ("tests/test_codec_stream.py", "tests/test_formats_properties.py")),
+           "stochastic rounding: up when u equals the threshold too (P(up) off by 2^-32)",
+           ("tests/test_codec_gaps.py", "tests/test_codec_stream.py", "tests/test_formats_properties.py")),
     _codec("codec-overflow-ge",
            "over = code > maxc",
            "over = code >= maxc",
@@ -80,7 +80,7 @@ _CATALOGUE: tuple[Mutant, ...] = (
     _codec("codec-unsigned-minus-zero",
            "neg_nonzero = (sign == 1) & ~is_nan_in & ~zero",
            "neg_nonzero = (sign == 1) & ~is_nan_in",
-           "unsigned formats (E8M0) treat -0 as a negative number", CODEC),
+           "unsigned formats (E8M0) treat -0 as a negative number", ("tests/test_codec_gaps.py",) + CODEC),
     _codec("codec-e8m0-f32-subnormal-edge",
            "f32_sub_up = (a32 > np.uint32(0x400000)) & (a32 < np.uint32(0x800000))",
            "f32_sub_up = (a32 >= np.uint32(0x400000)) & (a32 < np.uint32(0x800000))",

@@ -1,0 +1,50 @@
+"""The stochastic-rounding threshold at its own edge (issue 19, found by the mutation harness).
+
+The rule is "round up iff the element's 32 random bits u < floor(frac · 2^32)", frac the position
+of x between its two grid neighbours. Random data hits u == floor(frac · 2^32) with probability
+2^-32, so a `<=` slip survives every statistical test. Here x is built from the element's own
+random word (`formats.philox.random_u32`, checked against the Random123 known answers in
+test_codec_stream) so that frac · 2^32 equals u exactly (round down) or u + 1 (round up), on both
+codec paths. E4M3FN from float64: 1 + k/8 has quantum 2^-3, so frac = u / 2^32 needs 35 bits.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from lowprec.formats import CastPolicy, Rounding, codec, encode
+from lowprec.formats.philox import random_u32
+
+SEED = 2026
+ONE_E4M3 = 0x38  # 1.0 = 0 0111 000
+NEXT_E4M3 = 0x39  # 1.125
+
+
+@pytest.mark.parametrize("path", ["numpy", "fast"])
+def test_stochastic_threshold_is_strict(path: str) -> None:
+    n = 16
+    words = random_u32(SEED, 0, n).astype(np.int64)
+    i = int(np.flatnonzero((words > 0) & (words < 2**32 - 1))[0])
+    u = int(words[i])
+    pol = CastPolicy(rounding=Rounding.STOCHASTIC)
+    x = np.ones(n)
+    x[i] = 1.0 + u / 2.0**35  # frac · 2^32 == u: up iff u < u, never
+    assert x[i] != 1.0 and (x[i] - 1.0) * 2.0**35 == u
+    with codec.codec_path(path):
+        assert int(encode(x, "E4M3FN", pol, seed=SEED)[i]) == ONE_E4M3
+        x[i] = 1.0 + (u + 1) / 2.0**35  # frac · 2^32 == u + 1: u < u + 1, always up
+        assert int(encode(x, "E4M3FN", pol, seed=SEED)[i]) == NEXT_E4M3
+
+
+@pytest.mark.parametrize("path", ["numpy", "fast"])
+@pytest.mark.parametrize("negative", ["raise", "nan"])
+def test_minus_zero_is_a_zero_for_unsigned_formats(path: str, negative: str) -> None:
+    """-0 follows the zero rule, never the negative-number rule: with zeros mapped to the smallest
+    value (E8M0 code 0x00 = 2^-127) it encodes like +0, whatever negatives do."""
+    from lowprec.formats import UnsignedNegative, UnsignedZero
+
+    pol = CastPolicy(unsigned_zero=UnsignedZero.SMALLEST, unsigned_negative=UnsignedNegative(negative))
+    with codec.codec_path(path):
+        assert encode(np.array([-0.0, 0.0], np.float32), "E8M0", pol).tolist() == [0x00, 0x00]
+        assert encode(np.array([-0.0, 0.0]), "E8M0", pol).tolist() == [0x00, 0x00]
