@@ -5,7 +5,7 @@ of x between its two grid neighbours. Random data hits u == floor(frac · 2^32) 
 2^-32, so a `<=` slip survives every statistical test. Here x is built from the element's own
 random word (`formats.philox.random_u32`, checked against the Random123 known answers in
 test_codec_stream) so that frac · 2^32 equals u exactly (round down) or u + 1 (round up), on both
-codec paths. E4M3FN from float64: 1 + k/8 has quantum 2^-3, so frac = u / 2^32 needs 35 bits.
+codec paths, for a normal value (the fused paths) and a subnormal one (the general path).
 """
 
 from __future__ import annotations
@@ -17,24 +17,28 @@ from lowprec.formats import CastPolicy, Rounding, codec, encode
 from lowprec.formats.philox import random_u32
 
 SEED = 2026
-ONE_E4M3 = 0x38  # 1.0 = 0 0111 000
-NEXT_E4M3 = 0x39  # 1.125
+#: (grid value, its E4M3FN code, the quantum there): 1.0 = 0 0111 000 (normal, the next value 1.125
+#: is code 0x39); 3·2^-9 = 0 0000 011 (subnormal, taken by the general path under stochastic
+#: rounding; the next value 4·2^-9 is code 0x04)
+BASES = {"normal": (1.0, 0x38, 2.0**-3), "subnormal": (3 * 2.0**-9, 0x03, 2.0**-9)}
 
 
+@pytest.mark.parametrize("base", list(BASES))
 @pytest.mark.parametrize("path", ["numpy", "fast"])
-def test_stochastic_threshold_is_strict(path: str) -> None:
+def test_stochastic_threshold_is_strict(path: str, base: str) -> None:
+    value, code, quantum = BASES[base]
     n = 16
     words = random_u32(SEED, 0, n).astype(np.int64)
     i = int(np.flatnonzero((words > 0) & (words < 2**32 - 1))[0])
     u = int(words[i])
     pol = CastPolicy(rounding=Rounding.STOCHASTIC)
-    x = np.ones(n)
-    x[i] = 1.0 + u / 2.0**35  # frac · 2^32 == u: up iff u < u, never
-    assert x[i] != 1.0 and (x[i] - 1.0) * 2.0**35 == u
+    x = np.full(n, value)
+    x[i] = value + u * quantum / 2.0**32  # frac · 2^32 == u: up iff u < u, never (exact in float64)
+    assert (x[i] - value) / quantum * 2.0**32 == u
     with codec.codec_path(path):
-        assert int(encode(x, "E4M3FN", pol, seed=SEED)[i]) == ONE_E4M3
-        x[i] = 1.0 + (u + 1) / 2.0**35  # frac · 2^32 == u + 1: u < u + 1, always up
-        assert int(encode(x, "E4M3FN", pol, seed=SEED)[i]) == NEXT_E4M3
+        assert int(encode(x, "E4M3FN", pol, seed=SEED)[i]) == code
+        x[i] = value + (u + 1) * quantum / 2.0**32  # frac · 2^32 == u + 1: u < u + 1, always up
+        assert int(encode(x, "E4M3FN", pol, seed=SEED)[i]) == code + 1
 
 
 @pytest.mark.parametrize("path", ["numpy", "fast"])
