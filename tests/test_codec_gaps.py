@@ -52,3 +52,24 @@ def test_minus_zero_is_a_zero_for_unsigned_formats(path: str, negative: str) -> 
     with codec.codec_path(path):
         assert encode(np.array([-0.0, 0.0], np.float32), "E8M0", pol).tolist() == [0x00, 0x00]
         assert encode(np.array([-0.0, 0.0]), "E8M0", pol).tolist() == [0x00, 0x00]
+
+
+@pytest.mark.parametrize("base", list(BASES))
+def test_stochastic_threshold_is_floored(base: str) -> None:
+    """frac · 2^32 = u + 1/2 is not an integer: the threshold floor(u + 1/2) = u, so u itself rounds
+    down (a ceiling would send it up), in the one-value twin and in both vector paths."""
+    from lowprec.formats.scalar import encode_scalar
+
+    value, code, quantum = BASES[base]
+    words = random_u32(SEED, 0, 16).astype(np.int64)
+    i = int(np.flatnonzero((words > 0) & (words < 2**32 - 1))[0])
+    u = int(words[i])
+    pol = CastPolicy(rounding=Rounding.STOCHASTIC)
+    x = np.full(16, value)
+    x[i] = value + (u + 0.5) * quantum / 2.0**32
+    assert (x[i] - value) / quantum * 2.0**32 == u + 0.5
+    assert encode_scalar(float(x[i]), "E4M3FN", pol, u32=u) == code
+    assert encode_scalar(float(x[i]), "E4M3FN", pol, u32=u - 1) == code + 1
+    for path in ("numpy", "fast"):
+        with codec.codec_path(path):
+            assert int(encode(x, "E4M3FN", pol, seed=SEED)[i]) == code, path
