@@ -263,3 +263,14 @@ def test_block_element_formats_match_the_oracle_table() -> None:
         f = get_format(name)
         assert (f.max, f.mantissa_bits, f.emax) == (fmax, m, emax)
         assert float(ml_dtypes.finfo(dt).max) == fmax
+
+
+def test_nvfp4_tensor_amax_rules() -> None:
+    """FINITE_BLOCKS (ocp): the largest amax of the blocks without NaN/±Inf; ALL: ±Inf wins."""
+    from lowprec.simulations.block_conventions import TensorAmax, nvfp4_tensor_amax
+
+    a = np.array([3.0, np.inf, np.nan, 5.0])
+    bad = ~np.isfinite(a)
+    assert nvfp4_tensor_amax(a, bad, TensorAmax.FINITE_BLOCKS) == 5.0
+    assert nvfp4_tensor_amax(a[:2], bad[:2], TensorAmax.ALL) == np.inf
+    assert nvfp4_tensor_amax(np.zeros(0), np.zeros(0, bool), TensorAmax.FINITE_BLOCKS) == 0.0

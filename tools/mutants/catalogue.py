@@ -196,7 +196,7 @@ _CATALOGUE: tuple[Mutant, ...] = (
     Mutant("bc-finite-blocks-amax", "simulations/block_conventions.py",
            "return float(np.max(np.where(bad, 0.0, block_amax)))",
            "return float(np.max(block_amax))",
-           "NVFP4 tensor amax includes Inf/NaN blocks under the finite-blocks rule", BC + MX),
+           "NVFP4 tensor amax includes Inf/NaN blocks under the finite-blocks rule", MX + BC),
     Mutant("bc-torch-clamped-no-saturate", "simulations/block_conventions.py",
            'return formats.policy_for("torch", elem).with_(overflow=Overflow.SATURATE, name="torch_clamped")',
            'return formats.policy_for("torch", elem).with_(name="torch_clamped")',
