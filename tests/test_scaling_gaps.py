@@ -108,6 +108,10 @@ def test_clipped_fraction_with_an_e8m0_scale_format() -> None:
     assert 0 < want.sum()
     np.testing.assert_array_equal(clipped_mask(x, st), want)
     np.testing.assert_array_equal(error_report(x, st).group_clipped_fraction, want.mean(axis=1))
+    # the elements are x / decode scale (exact: powers of two), cast nearest-even with saturation
+    # (the OCP reading): ml_dtypes of the clipped quotient
+    q = np.clip(x.astype(np.float64) / dec[:, None], -fmax, fmax).astype(np.float32)
+    np.testing.assert_array_equal(st.codes, q.astype(ML[name]).view(np.uint8))
 
 
 @pytest.mark.parametrize("name", list(ML))
