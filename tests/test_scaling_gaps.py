@@ -165,3 +165,17 @@ def test_two_trial_variance_is_the_ddof1_sample_variance() -> None:
     want = 2.0 * (r.delta_o - r.mc_mean_error) ** 2
     assert want.max() > 0
     np.testing.assert_allclose(r.mc_variance, want, rtol=1e-3, atol=1e-6 * want.max())
+
+
+def test_a_nan_amax_in_the_history_holds_the_scale_until_it_leaves_the_window() -> None:
+    """Transformer Engine reduces the history with a max that propagates NaN, and keeps the previous
+    scale for a non-finite amax: one NaN step freezes the scale for `history_len` updates."""
+    s = D.DelayedScaler("E4M3FN", history_len=4)
+    s.update(1.0)
+    assert s.encode_scale == 448.0
+    s.update(float("nan"))
+    s.update(2.0)  # history [1, nan, 2]: NaN, the scale stays 448 / 1
+    assert math.isnan(s.amax_from_history()) and s.encode_scale == 448.0
+    for _ in range(3):  # [1, nan, 2, 3] → [nan, 2, 3, 3] → [2, 3, 3, 3]
+        s.update(3.0)
+    assert s.encode_scale == float(np.float32(448.0) / np.float32(3.0))

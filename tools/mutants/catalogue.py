@@ -256,7 +256,7 @@ _CATALOGUE: tuple[Mutant, ...] = (
     Mutant("attention-variance-ddof0", "simulations/attention.py",
            "return np.maximum(self.s2 - self.s1 * self.s1 / self.n, 0.0) / (self.n - 1)",
            "return np.maximum(self.s2 - self.s1 * self.s1 / self.n, 0.0) / self.n",
-           "Monte-Carlo variance divided by n instead of n - 1", ("tests/test_attention.py",)),
+           "Monte-Carlo variance divided by n instead of n - 1", ("tests/test_scaling_gaps.py", "tests/test_attention.py")),
     Mutant("granularity-tile-order", "simulations/granularity.py",
            "return np.ascontiguousarray(x.reshape(m // r, r, n // c, c).transpose(0, 2, 1, 3)).reshape(-1, r * c)",
            "return np.ascontiguousarray(x.reshape(m // r, r, n // c, c).transpose(0, 1, 2, 3)).reshape(-1, r * c)",
