@@ -80,7 +80,8 @@ def test_registry_defaults_and_render(cls: type[SimulationWidget]) -> None:
         assert len({len(col) for col in src.data.values()}) == 1, name
     assert sum(len(next(iter(src.data.values()))) for src in w.sources.values()) > 0
     root = pn.panel(w).get_root()  # type: ignore[attr-defined]
-    assert root is not None
+    shown = {id(m) for m in root.references()}
+    assert all(id(src) in shown for src in w.sources.values())  # the page draws the widget's data
 
 
 def _options(cls: type[SimulationWidget]) -> list[tuple[str, Any]]:
@@ -160,6 +161,13 @@ def test_delayed_spike_follows_simulation(param_name: str, value: Any, sim_name:
     for key in PLOTTED:
         assert same(cols[key], expected[key]), key
     assert any(not same(cols[k], default_cols[k]) for k in PLOTTED), "the plot did not change"
+    # independently of the simulation: from step 1 on, the delayed scale was sized for the largest
+    # (or, most_recent, the last) amax of the previous `history` steps, up to float32 rounding of F/amax
+    args = {**DELAYED_DEFAULTS, sim_name: value}
+    amax = np.asarray(cols["amax"], np.float64)
+    h = 1 if args["algo"] == "most_recent" else int(args["history"])
+    want = np.array([amax[max(0, t - h):t].max() for t in range(1, amax.size)])
+    np.testing.assert_allclose(np.asarray(cols["delayed_amax_used"][1:], np.float64), want, rtol=2.0**-22)
     assert all(span.location == w.spike_step for span in w._spans)
 
 
@@ -415,6 +423,10 @@ def test_grouping_follows_simulation(param_name: str, value: Any) -> None:
     st = scaling.quantize_scaled(x, args["format"], first)
     cells = columns(w, "cells")
     assert np.array_equal(np.asarray(cells["dequantized"]), st.dequantize().reshape(-1))
+    # independently: element (0, 0)'s decode scale is its group's amax / F (float32-rounded F/amax)
+    width = {"block16": 16, "block8": 8}[first]
+    fmax = {"E4M3FN": E4M3_MAX, "E2M1": 6.0}[str(args["format"])]
+    assert cells["decode_scale"][0] == pytest.approx(float(np.abs(x[0, :width]).max()) / fmax, rel=2.0**-23)
     assert columns(w, "outlier") == {"x": [args["outlier_col"]], "y": [args["outlier_row"]]}
     assert cells != default, "the plot did not change"
     # the summary's overall error is the outlier study's for this granularity
@@ -587,6 +599,14 @@ def test_block_errors_follow_simulation(param_name: str, value: Any) -> None:
     pt = scaling.quantize_scaled(x, elem, "tensor")
     errs = columns(w, "errors")
     assert np.allclose(errs["recipe"], rms_rel_per_block(x, q.dequantize()), rtol=1e-12, atol=0)
+    # independently for block 0: the OCP exponent from Fraction arithmetic, elements cast by ml_dtypes
+    from tests.test_block_gaps import ELEM, oracle_exponent
+
+    dt, fmax_e = ELEM[elem][0], ELEM[elem][1]
+    b0 = x.reshape(-1, 32)[0].astype(np.float64)
+    scale = 2.0 ** oracle_exponent(float(np.abs(b0).max()), elem, args["scale_rule"])
+    b0_hat = np.clip(b0 / scale, -fmax_e, fmax_e).astype(np.float32).astype(dt).astype(np.float64) * scale
+    assert errs["recipe"][0] == pytest.approx(float(np.linalg.norm(b0_hat - b0) / np.linalg.norm(b0)), rel=1e-12)
     assert np.allclose(errs["per_tensor"], rms_rel_per_block(x, pt.dequantize()), rtol=1e-12, atol=0)
     assert columns(w, "shown")["block"] == [args["row"] * 4]
     assert {name: columns(w, name) for name in w.sources} != default, "the plot did not change"

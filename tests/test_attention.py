@@ -414,4 +414,8 @@ def test_plot_sources_have_matching_columns() -> None:
     assert len(src["bias"]["index"]) == 8 * 4
     np.testing.assert_array_equal(np.array(src["delta_p"]["image"][0]), r.delta_p)
     strictjson.loads(strictjson.dumps(src))
-    assert attention_layout(r) is not None
+    from bokeh.models import Plot
+
+    titles = {p.title.text for p in attention_layout(r).select({"type": Plot}) if p.title is not None}
+    cfg = r.config
+    assert f"ΔP ({cfg['format']}, {cfg['rounding']}, scale {cfg['scale']})" in titles

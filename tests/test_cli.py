@@ -78,14 +78,14 @@ def test_extras_table_matches_pyproject() -> None:
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     import lowprec
 
-    with pytest.raises(SystemExit) as exc:
+    with pytest.raises(SystemExit, match="^0$") as exc:
         cli.main(["--version"])
     assert exc.value.code == 0
     assert capsys.readouterr().out == f"lowprec {lowprec.__version__}\n"
 
 
 def test_top_level_help_lists_every_command_from_the_table(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit):
+    with pytest.raises(SystemExit, match="^0$"):
         cli.main(["--help"])
     out = capsys.readouterr().out
     for entry in cli.COMMANDS:
@@ -133,7 +133,7 @@ def test_every_subcommand_has_a_description() -> None:
 ])
 def test_bad_option_is_one_line_naming_it(argv: list[str], words: str,
                                           capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit) as exc:
+    with pytest.raises(SystemExit, match="^2$") as exc:
         cli.main(argv)
     assert exc.value.code == 2
     err = capsys.readouterr().err

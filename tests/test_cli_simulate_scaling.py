@@ -87,7 +87,7 @@ def test_bad_values_are_one_line_naming_the_option(argv: list[str], words: str,
     (["simulate", "blocks", "--outlier", "big"], "argument --outlier: invalid float value: 'big'"),
 ])
 def test_bad_option_is_one_line(argv: list[str], words: str, capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit) as exc:
+    with pytest.raises(SystemExit, match="^2$") as exc:
         main(argv)
     assert exc.value.code == 2
     err = capsys.readouterr().err

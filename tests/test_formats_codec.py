@@ -205,9 +205,9 @@ def test_pack_unpack_fp4() -> None:
     packed = F.pack_fp4(codes)
     assert packed.tolist() == [[0xF1, 0x87]]  # even element in the low nibble
     np.testing.assert_array_equal(F.unpack_fp4(packed), codes)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"even-length last axis, got shape \(3,\)"):
         F.pack_fp4(np.array([1, 2, 3], np.uint8))
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"FP4 codes must be in 0\.\.15"):
         F.pack_fp4(np.array([16, 1], np.uint8))
 
 

@@ -65,7 +65,7 @@ def test_aliases(alias: str, name: str) -> None:
 def test_unknown_format_lists_known_names() -> None:
     with pytest.raises(ValueError, match="E4M3FN.*E5M2"):
         F.get_format("e4m4")
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="format must be a name or a FloatFormat, got int"):
         F.get_format(3)  # type: ignore[arg-type]
 
 

@@ -138,7 +138,7 @@ def test_placeholder_errors_name_file_and_line() -> None:
 
 def test_placeholders_lists_references() -> None:
     assert placeholders("a {{ example:x }} b {{example:y.z}}") == [("x", None), ("y", "z")]
-    with pytest.raises(LessonError):
+    with pytest.raises(LessonError, match=r"malformed placeholder '\{\{ nope \}\}'"):
         placeholders("{{ nope }}")
 
 

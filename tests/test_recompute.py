@@ -230,7 +230,7 @@ def test_defect_shows_only_when_backward_recomputes(variant: str) -> None:
     assert plain.failure is None
     assert (plain.commits == 1).all()
     if variant == "gate-asymmetry":
-        assert ck.failure is not None
+        assert ck.failure is not None and ck.failure["type"] == "KeyError" and ck.failure["step"] == 0
         return
     assert bits(np.array([ck.loss[0]])) == bits(np.array([plain.loss[0]]))
     assert not all(np.array_equal(bits(a), bits(b)) for a, b in zip(ck.final_weights,
@@ -468,7 +468,12 @@ def test_plot_sources_are_column_data() -> None:
     cells = src["cells"]
     assert len(cells["step"]) == 8 * 4 and len(set(map(len, cells.values()))) == 1
     assert len(src["steps"]["step"]) == 8
-    assert recompute_figure(r) is not None
+    import html
+
+    from bokeh.models import Div
+
+    texts = [d.text for d in recompute_figure(r).select({"type": Div})]
+    assert any(f"<b>Verdict:</b> {html.escape(r.verdict())}" in t for t in texts)
 
 
 def test_runs_on_one_torch_thread_and_restores_the_pool() -> None:
@@ -479,7 +484,7 @@ def test_runs_on_one_torch_thread_and_restores_the_pool() -> None:
     r = rc.run_recompute("fixed", layers=2, width=8, steps=2, batch=4,
                          progress=lambda done, total: seen.append(torch.get_num_threads()))
     assert seen == [1, 1] and torch.get_num_threads() == 2
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="variant: must be one of fixed.*got 'nope'"):
         rc.run_recompute("nope")
     assert torch.get_num_threads() == 2
     again = rc.run_recompute("fixed", layers=2, width=8, steps=2, batch=4)

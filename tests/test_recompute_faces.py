@@ -261,7 +261,7 @@ def test_bad_values_are_one_line_naming_the_option(entry: str, prog: str, args: 
 
 @pytest.mark.parametrize("entry", ENTRY_POINTS)
 def test_unparsable_values_are_one_line_exit_2(entry: str, capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit) as exc:
+    with pytest.raises(SystemExit, match="^2$") as exc:
         ENTRY_POINTS[entry](["--layers", "four"])
     assert exc.value.code == 2
     err = capsys.readouterr().err
