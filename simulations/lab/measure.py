@@ -17,7 +17,8 @@ elements of x (a NaN or Inf input has no error to measure; the stats count them)
   inverse-transformed value is almost never exactly 0).
 - `bits_per_element` from `Recipe.bits_per_element` (scales included).
 
-Both fractions are over all elements of the tensor. Statistics (`TensorStats`) over the finite
+Both fractions are over all elements of the tensor. Sums are taken per row and accumulated exactly
+(`ExactSum`), so every figure is the same whatever the chunk size or executor. Statistics (`TensorStats`) over the finite
 elements: amax, RMS, mean, standard deviation and *excess* kurtosis m4 / m2² − 3 (population moments:
 0 for a normal distribution, 3 for a Laplace, large for heavy tails; None for a constant tensor),
 the share of exact zeros and the count of non-finite values, and the outlier channels: the channels
@@ -46,7 +47,7 @@ from lowprec.formats import Format
 from ..metrics import _ratio_metrics, clips, overflow_threshold
 from .recipes import QuantizedChunk, Recipe
 
-__all__ = ["OUTLIER_FACTOR", "RecipeDetail", "RecipeResult", "RecipeSums", "StatsSums", "TensorStats",
+__all__ = ["ExactSum", "OUTLIER_FACTOR", "RecipeDetail", "RecipeResult", "RecipeSums", "StatsSums", "TensorStats",
            "file_ranking", "pareto_front", "rank_results"]
 
 OUTLIER_FACTOR = 6.0
@@ -55,6 +56,42 @@ BINS_PER_BINADE = 8
 LOG2_LO, LOG2_HI = -160, 140
 #: the per-block error map has at most this many cells along each axis
 MAP_CELLS = 64
+
+
+class ExactSum:
+    """A sum of floats that does not depend on their grouping: each chunk adds its per-row sums
+    (numpy sums each row the same way whatever the chunk), accumulated exactly (Shewchuk's
+    partials, as `math.fsum`), so a tensor's totals are the same for every chunk size and executor.
+    Non-finite terms are summed apart (they make the total Inf or NaN)."""
+
+    def __init__(self) -> None:
+        self.partials: list[float] = []
+        self.special = 0.0
+
+    def add(self, values: np.ndarray) -> None:
+        v = np.asarray(values, dtype=np.float64).reshape(-1)
+        fin = np.isfinite(v)
+        if not fin.all():
+            self.special += float(v[~fin].sum())
+            v = v[fin]
+        partials = self.partials
+        for x in v.tolist():
+            i = 0
+            for y in partials:
+                if abs(x) < abs(y):
+                    x, y = y, x
+                hi = x + y
+                lo = y - (hi - x)
+                if lo:
+                    partials[i] = lo
+                    i += 1
+                x = hi
+            partials[i:] = [x]
+
+    @property
+    def value(self) -> float:
+        total = math.fsum(self.partials)
+        return total + self.special if self.special else total
 
 
 def _nanmax(a: float, b: float) -> float:
@@ -102,13 +139,13 @@ class StatsSums:
     numel: int = 0
     finite: int = 0
     zeros: int = 0
-    total: float = 0.0
-    sumsq: float = 0.0
+    total: ExactSum = field(default_factory=ExactSum)
+    sumsq: ExactSum = field(default_factory=ExactSum)
     amax: float = 0.0
     col_sumsq: np.ndarray | None = None
     col_count: np.ndarray | None = None
-    m2: float = 0.0
-    m4: float = 0.0
+    m2: ExactSum = field(default_factory=ExactSum)
+    m4: ExactSum = field(default_factory=ExactSum)
 
     def add_first(self, x: np.ndarray) -> None:
         fin = _finite_mask(x)
@@ -117,9 +154,9 @@ class StatsSums:
         self.numel += x.size
         self.finite += x.size if fin is None else int(fin.sum())
         self.zeros += int(np.count_nonzero(x == 0))
-        self.total += float(x64.sum())
+        self.total.add(x64.sum(axis=1))
         sq = x64 * x64
-        self.sumsq += float(sq.sum())
+        self.sumsq.add(sq.sum(axis=1))
         if x.size:
             self.amax = max(self.amax, float(np.abs(xf).max()))
         if self.has_channels:
@@ -130,7 +167,7 @@ class StatsSums:
 
     @property
     def mean(self) -> float:
-        return self.total / self.finite if self.finite else 0.0
+        return self.total.value / self.finite if self.finite else 0.0
 
     def add_second(self, x: np.ndarray) -> None:
         fin = _finite_mask(x)
@@ -138,13 +175,13 @@ class StatsSums:
         if fin is not None:
             d = np.where(fin, d, 0.0)
         d2 = d * d
-        self.m2 += float(d2.sum())
-        self.m4 += float((d2 * d2).sum())
+        self.m2.add(d2.sum(axis=1))
+        self.m4.add((d2 * d2).sum(axis=1))
 
     def result(self) -> TensorStats:
         n = self.finite
-        m2 = self.m2 / n if n else 0.0
-        kurt = (self.m4 / n) / (m2 * m2) - 3.0 if n and m2 > 0 else None
+        m2 = self.m2.value / n if n else 0.0
+        kurt = (self.m4.value / n) / (m2 * m2) - 3.0 if n and m2 > 0 else None
         channels = outliers = None
         if self.has_channels and self.col_sumsq is not None and self.col_count is not None:
             with np.errstate(invalid="ignore", divide="ignore"):
@@ -153,7 +190,7 @@ class StatsSums:
             channels = int(self.cols)
             outliers = int(np.count_nonzero((rms_c > OUTLIER_FACTOR * median) & (rms_c > 0)))
         return TensorStats(
-            numel=self.numel, amax=self.amax, rms=math.sqrt(self.sumsq / n) if n else 0.0, mean=self.mean,
+            numel=self.numel, amax=self.amax, rms=math.sqrt(self.sumsq.value / n) if n else 0.0, mean=self.mean,
             std=math.sqrt(m2), kurtosis=kurt, zero_frac=self.zeros / self.numel if self.numel else 0.0,
             nonfinite=self.numel - self.finite, channels=channels, outlier_channels=outliers)
 
@@ -206,8 +243,8 @@ class RecipeSums:
     """Σx², Σ(x̂ − x)², max |x̂ − x|, clipped and flushed counts of one recipe, chunk by chunk."""
 
     recipe: Recipe
-    signal: float = 0.0
-    error: float = 0.0
+    signal: ExactSum = field(default_factory=ExactSum)
+    error: ExactSum = field(default_factory=ExactSum)
     max_abs: float = 0.0
     clipped: int = 0
     zeroed: int = 0
@@ -221,8 +258,8 @@ class RecipeSums:
             if fin is not None:
                 d = np.where(fin, d, 0.0)
                 x64 = np.where(fin, x64, 0.0)
-            self.signal += float((x64 * x64).sum())
-            self.error += float((d * d).sum())
+            self.signal.add((x64 * x64).sum(axis=1))
+            self.error.add((d * d).sum(axis=1))
             if d.size:
                 self.max_abs = _nanmax(self.max_abs, float(np.abs(d).max()))
         self.numel += x.size
@@ -231,10 +268,11 @@ class RecipeSums:
         self.zeroed += int(np.count_nonzero((cin != 0) & np.isfinite(cin) & (q.cast_out == 0)))
 
     def result(self, bits: float) -> RecipeResult:
-        rel, sq = ratio_metrics(self.signal, self.error)
+        signal, error = self.signal.value, self.error.value
+        rel, sq = ratio_metrics(signal, error)
         n = self.numel
         return RecipeResult(self.recipe.name, rel, sq, self.max_abs, self.clipped / n if n else 0.0,
-                            self.zeroed / n if n else 0.0, bits, None, self.signal, self.error, self.clipped,
+                            self.zeroed / n if n else 0.0, bits, None, signal, error, self.clipped,
                             self.zeroed, n)
 
 
@@ -292,8 +330,8 @@ def file_ranking(per_tensor: Sequence[Sequence[RecipeResult]], recipes: Sequence
     pooled: list[tuple[bool, RecipeResult, int]] = []
     for name in recipes:
         rs = [r for results in per_tensor for r in results if r.recipe == name and r.skipped is None]
-        signal = sum(r.signal for r in rs)
-        error = sum(r.error for r in rs)
+        signal = math.fsum(r.signal for r in rs)
+        error = math.fsum(r.error for r in rs)
         numel = sum(r.numel for r in rs)
         rel, sq = ratio_metrics(signal, error) if rs else (float("nan"), float("nan"))
         max_abs = 0.0

@@ -25,7 +25,7 @@ import numpy as np
 
 from lowprec.extras import missing_dependency
 
-from .readers import ArrayRows, Inventory, LabReadError, Skipped, TensorRef
+from .tensors import ArrayRows, Inventory, LabReadError, Skipped, TensorRef
 
 __all__ = ["load_state_dict", "scan_state_dict", "state_dict_rows"]
 
