@@ -237,3 +237,74 @@ def test_state_dict_without_torch_names_the_extra(tmp_path: Path) -> None:
     line = r.stderr.strip()
     assert line == (f"lowprec: error: reading the PyTorch file {tmp_path / 'w.pt'} needs torch, which is not "
                     "installed: pip install 'lowprec[torch]'"), line
+
+
+# ------------------------------------------------------------------------------------------------
+# hostile files: sizes a header promises are checked before anything is allocated, nothing is
+# ever unpickled, and each refusal is one line naming the file
+# ------------------------------------------------------------------------------------------------
+
+
+def _npy_with_header(path: Path, header: str, payload: bytes) -> None:
+    text = (header.ljust(118) + "\n").encode("latin1")
+    path.write_bytes(b"\x93NUMPY\x01\x00" + len(text).to_bytes(2, "little") + text + payload)
+
+
+def test_npy_header_promising_more_than_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "huge.npy"
+    _npy_with_header(path, "{'descr': '<f4', 'fortran_order': False, 'shape': (1000000, 1000000), }", b"\0" * 64)
+    with pytest.raises(LabReadError, match=r"huge\.npy: truncated: the header promises 4000000000000 bytes of data, "
+                                           r"the file holds 64"):
+        scan([str(path)])
+    neg = tmp_path / "neg.npy"
+    _npy_with_header(neg, "{'descr': '<f4', 'fortran_order': False, 'shape': (-5, 4), }", b"\0" * 80)
+    with pytest.raises(LabReadError, match=r"neg\.npy: corrupt \.npy header: negative dimension in shape \(-5, 4\)"):
+        scan([str(neg)])
+
+
+def test_npz_member_header_lying_about_its_size(tmp_path: Path) -> None:
+    import zipfile
+
+    member = tmp_path / "x.npy"  # a 4-element array whose header claims 999999999 elements
+    _npy_with_header(member, "{'descr': '<f4', 'fortran_order': False, 'shape': (999999999,), }", b"\0" * 16)
+    with zipfile.ZipFile(tmp_path / "lie.npz", "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.write(member, "x.npy")
+    with pytest.raises(LabReadError, match=r"lie\.npz\[x\]: corrupt member: the header promises 3999999996 bytes "
+                                           r"of data, the archive holds 16"):
+        scan([str(tmp_path / "lie.npz")])
+
+
+class EvilArray:
+    def __reduce__(self) -> Any:
+        return (print, ("this must never run either",))
+
+
+def test_pickled_objects_in_npy_and_npz_are_never_loaded(tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    evil = np.array([EvilArray()], dtype=object)
+    np.save(tmp_path / "evil.npy", evil, allow_pickle=True)
+    np.savez(tmp_path / "evil.npz", bad=evil, good=np.ones(3, np.float32))
+    inv = scan([str(tmp_path / "evil.npy"), str(tmp_path / "evil.npz")])
+    assert [t.name for t in inv.tensors] == ["good"]
+    assert [(s.name, s.reason.split(" (")[0]) for s in inv.skipped] == [("", "object array"), ("bad", "object array")]
+    read_all(inv.tensors[0])
+    assert "never run" not in capsys.readouterr().out
+
+
+def test_safetensors_with_lying_or_huge_header(tmp_path: Path) -> None:
+    big = tmp_path / "big.safetensors"
+    big.write_bytes((1 << 60).to_bytes(8, "little") + b"{}")
+    with pytest.raises(LabReadError, match=r"big\.safetensors: not a safetensors file or corrupt \(.*header too large"):
+        scan([str(big)])
+    header = json.dumps({"x": {"dtype": "F32", "shape": [1000, 1000], "data_offsets": [0, 4000000]}}).encode()
+    lie = tmp_path / "lie.safetensors"
+    lie.write_bytes(len(header).to_bytes(8, "little") + header + b"\0" * 16)
+    with pytest.raises(LabReadError, match=r"lie\.safetensors: not a safetensors file or corrupt"):
+        scan([str(lie)])
+
+
+def test_legacy_torch_file_is_refused_with_the_fix(tmp_path: Path) -> None:
+    torch.save({"w": torch.ones(3)}, tmp_path / "old.pt", _use_new_zipfile_serialization=False)
+    with pytest.raises(LabReadError, match=r"old\.pt: is in torch's legacy \(non-zip\) format, which cannot be "
+                                           r"memory-mapped; re-save it with torch.save$"):
+        scan([str(tmp_path / "old.pt")])

@@ -7,8 +7,10 @@ file it matches, all sorted by path):
 - `.npy` — numpy's format, header read with `numpy.lib.format`; never unpickled (`allow_pickle` is
   never set). C-order arrays are read row chunk by row chunk from the file; Fortran-order ones
   through a read-only memory map.
-- `.npz` — a zip of `.npy` members: each member's header is read from the archive (no data), its
-  data loaded whole when the tensor is analysed (a compressed member cannot be read in part).
+- `.npz` — a zip of `.npy` members: each member's header is read from the archive (no data) and
+  checked against the member's size in the zip directory (numpy allocates what a header promises
+  before reading, so a lying header is refused here); the data is loaded whole when the tensor is
+  analysed (a compressed member cannot be read in part).
 - `.safetensors` — the `safetensors` package validates the file (`safe_open`: a truncated or
   corrupt file is refused there) and lists its tensors with their dtypes and shapes; the rows are
   then read from the byte range the header gives (`data_offsets`), chunk by chunk, because the
@@ -163,7 +165,10 @@ def _read_npy_header(fh: Any, where: str) -> tuple[tuple[int, ...], bool, np.dty
             raise ValueError(f"unknown .npy version {version}")
     except (ValueError, OSError, EOFError, SyntaxError) as exc:
         raise LabReadError(f"{where}: not a .npy array or corrupt ({_first_line(exc)})") from None
-    return tuple(int(s) for s in shape), bool(fortran), np.dtype(dtype)
+    dims = tuple(int(s) for s in shape)
+    if any(d < 0 for d in dims):
+        raise LabReadError(f"{where}: corrupt .npy header: negative dimension in shape {dims}")
+    return dims, bool(fortran), np.dtype(dtype)
 
 
 def _first_line(exc: BaseException) -> str:
@@ -201,8 +206,14 @@ def _scan_npz(path: str, inv: Inventory) -> None:
             try:
                 with zf.open(info) as fh:
                     shape, _, dt = _read_npy_header(fh, f"{path}[{name}]")
+                    header_bytes = fh.tell()
             except (zipfile.BadZipFile, OSError, EOFError) as exc:  # a damaged member
                 raise LabReadError(f"{path}[{name}]: corrupt member ({_first_line(exc)})") from None
+            need = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+            if not dt.hasobject and header_bytes + need != info.file_size:
+                # numpy would allocate what the header promises before reading: check it first
+                raise LabReadError(f"{path}[{name}]: corrupt member: the header promises {need} bytes of data, "
+                                   f"the archive holds {max(info.file_size - header_bytes, 0)}")
             dname = _numpy_dtype_name(dt)
             if dname is None:
                 inv.skipped.append(Skipped(path, name, _numpy_skip_reason(dt), shape, dt.str))

@@ -294,9 +294,11 @@ def tensor_detail(ref: TensorRef, recipe: str | Recipe, source: RowSource | None
 
 
 @contextlib.contextmanager
-def open_executor(workers: int = 1, scheduler: str | None = None) -> Iterator[Executor | None]:
+def open_executor(workers: int = 1, scheduler: str | None = None,
+                  timeout_s: float = 20.0) -> Iterator[Executor | None]:
     """The executor `lowprec analyze` maps tensors over: a Dask distributed client's executor when
-    `scheduler` names one (needs `lowprec[cluster]`), else a process pool of `workers` processes
+    `scheduler` names one (needs `lowprec[cluster]`; ValueError when it does not answer within
+    `timeout_s` seconds), else a process pool of `workers` processes
     (spawned: a clean interpreter each), or None (this process) for one worker."""
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers must be a positive integer, got {workers!r}")
@@ -304,7 +306,7 @@ def open_executor(workers: int = 1, scheduler: str | None = None) -> Iterator[Ex
         from distributed import Client
 
         try:
-            client = Client(scheduler, timeout="20s", set_as_default=False)
+            client = Client(scheduler, timeout=f"{timeout_s}s", set_as_default=False)
         except OSError as exc:
             raise ValueError(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from None
         try:
