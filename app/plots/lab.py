@@ -78,7 +78,7 @@ def error_bits_figure(source: ColumnDataSource, width: int = 760) -> Any:
     fig = figure(title="RMS relative error against bits per element (each tensor × recipe)", width=width,
                  height=320, y_axis_type="log", x_axis_label="bits per element", y_axis_label="RMS relative error",
                  tools="pan,wheel_zoom,box_zoom,reset")
-    fig.scatter("bits_per_element", "rms_rel_err", source=source, size=9, color="color", alpha=0.8)
+    fig.scatter("bits_per_element", "plot_err", source=source, size=9, color="color", alpha=0.8)
     fig.add_tools(HoverTool(tooltips=[("tensor", "@tensor"), ("recipe", "@recipe"),
                                       ("bits / element", "@bits_per_element{0.000}"),
                                       ("RMS rel. error", "@rms_rel_err{0.000e}"), ("SQNR", "@sqnr_db{0.00} dB")]))
@@ -86,12 +86,13 @@ def error_bits_figure(source: ColumnDataSource, width: int = 760) -> Any:
 
 
 def colored(data: dict[str, list[Any]]) -> dict[str, list[Any]]:
-    """`data` with a `color` column: one series colour per tensor; exact results (error 0) and
-    absent ones are left off the log plot's scale by a NaN error."""
+    """`data` with a `color` column (one series colour per tensor) and `plot_err`, the error the log
+    plot draws: exact results (error 0) and absent ones are left off its scale by a NaN there (the
+    table keeps showing `rms_rel_err` itself)."""
     tensors = list(dict.fromkeys(data["tensor"]))
     out = dict(data)
     out["color"] = [SERIES_PALETTE[tensors.index(t) % len(SERIES_PALETTE)] for t in data["tensor"]]
-    out["rms_rel_err"] = [v if v > 0 else math.nan for v in data["rms_rel_err"]]
+    out["plot_err"] = [v if v > 0 else math.nan for v in data["rms_rel_err"]]
     return out
 
 

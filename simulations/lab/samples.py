@@ -25,7 +25,7 @@ from typing import Callable
 import ml_dtypes
 import numpy as np
 
-__all__ = ["SAMPLES", "SAMPLE_SEED", "sample"]
+__all__ = ["SAMPLES", "SAMPLES_DOC", "SAMPLE_SEED", "sample"]
 
 SAMPLE_SEED = 2025
 WEIGHT_OUTLIER_COLUMNS = (17, 101, 300, 451)
@@ -52,6 +52,15 @@ def gradient(seed: int = SAMPLE_SEED + 2) -> np.ndarray:
     rng = np.random.default_rng(seed)
     return (rng.standard_t(2, size=(256, 512)) * 1e-5).astype(np.float32)
 
+
+#: how each sample was made, in one paragraph for pages (the module docstring has the detail)
+SAMPLES_DOC = (
+    "Samples (generated, seeded): **weight** — 256 × 512 BF16, Student-t (5 dof) values of standard "
+    "deviation 0.02 with four input channels ×16 (outlier channels); **activation** — 512 tokens × 256 "
+    "features FP32, normal values scaled per token by a log-normal factor, three features near ±60 "
+    "(outlier features, as LLM.int8() reports); **gradient** — 256 × 512 FP32, Student-t with 2 dof × 1e-5 "
+    "(heavy tails); **layer** — all three."
+)
 
 SAMPLES: dict[str, Callable[[], dict[str, np.ndarray]]] = {
     "layer": lambda: {"mlp.up_proj.weight": weight(), "mlp.up_proj.input": activation(),
