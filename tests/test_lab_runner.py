@@ -160,3 +160,23 @@ def test_scheduler_without_dask_names_the_extra(checkpoint: Path) -> None:
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 2, r.stderr
     assert "needs distributed, which is not installed: pip install 'lowprec[cluster]'" in r.stderr.strip(), r.stderr
+
+
+def test_benchmark_checkpoint_writer_is_read_back_bit_for_bit(tmp_path: Path) -> None:
+    """`lowprec bench analyze` writes its checkpoint with its own safetensors writer; the lab (which
+    validates through the `safetensors` package) reads back exactly what was written."""
+    import ml_dtypes
+
+    from lowprec.app.commands.bench_cmd import BENCHMARKS
+    from lowprec.benchmarks.analyze import write_safetensors
+    from lowprec.simulations.lab.readers import open_rows, scan
+
+    assert BENCHMARKS["analyze"] == "lowprec.benchmarks.analyze"
+    a = np.random.default_rng(0).standard_normal((5, 16)).astype(np.float32)
+    b = a[:3].astype(ml_dtypes.bfloat16)
+    write_safetensors(tmp_path / "x.safetensors", {"a": a, "b": b})
+    ra, rb = scan([str(tmp_path / "x.safetensors")]).tensors
+    assert (ra.dtype, rb.dtype, rb.shape) == ("FP32", "BF16", (3, 16))
+    np.testing.assert_array_equal(open_rows(ra).read(0, 5).view(np.uint32), a.view(np.uint32))
+    np.testing.assert_array_equal(open_rows(rb).read(0, 3).view(np.uint32),
+                                  b.view(np.uint16).astype(np.uint32) << 16)
