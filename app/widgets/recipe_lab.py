@@ -202,11 +202,16 @@ class RecipeLab(pn.viewable.Viewer):
             return
         assert view.detail_report is not None
         r = view.detail_report.results[0]
+        st = view.detail_report.stats
+        channels = ("" if st.channels is None else
+                    f", {st.outlier_channels} outlier channel(s) of {st.channels} (RMS above 6 × the median)")
+        stats_line = (f"Tensor **{plain(view.tensor)}**: amax {_number(st.amax, '.4g')}, RMS {_number(st.rms, '.4g')}, "
+                      f"excess kurtosis {_number(st.kurtosis, '.3g')}{channels}.\n\n")
         lo = d.bin_lo[0] if d.bin_lo else -1.0
         self._flush_box.right = d.flush_log2 if math.isfinite(d.flush_log2) else lo
         self._clip_box.left = d.clip_log2
         self._flush_box.visible = self._clip_box.visible = True
-        self._detail_note.object = (
+        self._detail_note.object = stats_line + (
             f"**{plain(view.tensor)}** under **{plain(d.recipe)}** ({plain(d.element)} elements): RMS relative "
             f"error {_number(r.rms_rel_err, '.3e')}, SQNR {_number(r.sqnr_db, '.2f')} dB, "
             f"{_number((r.clipped_frac or 0) * 100, '.3f')}% clipped, "
