@@ -308,3 +308,11 @@ def test_legacy_torch_file_is_refused_with_the_fix(tmp_path: Path) -> None:
     with pytest.raises(LabReadError, match=r"old\.pt: is in torch's legacy \(non-zip\) format, which cannot be "
                                            r"memory-mapped; re-save it with torch.save$"):
         scan([str(tmp_path / "old.pt")])
+
+
+def test_index_cannot_point_outside_its_folder(tmp_path: Path) -> None:
+    for name in ("../secret.safetensors", "/etc/passwd", "sub\\x.safetensors", ".."):
+        (tmp_path / "m.index.json").write_text(json.dumps({"weight_map": {"w": name}}))
+        with pytest.raises(LabReadError, match=r"m\.index\.json: shard name .* is not a file name in the index's "
+                                               r"folder"):
+            scan([str(tmp_path / "m.index.json")])

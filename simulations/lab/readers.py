@@ -86,8 +86,18 @@ def file_kind(path: str) -> str:
                        f"and a sharded checkpoint's *.index.json")
 
 
+#: the largest `*.index.json` read (real ones are tens of kilobytes)
+MAX_INDEX_BYTES = 64 << 20
+
+
 def _index_shards(path: str) -> list[str]:
-    """The shard files a `*.index.json` (Hugging Face sharded checkpoint) names, sorted."""
+    """The shard files a `*.index.json` (Hugging Face sharded checkpoint) names, sorted: bare file
+    names in the index's folder (a name with a folder part is refused: an index cannot point the
+    lab at other files)."""
+    size = os.path.getsize(path)
+    if size > MAX_INDEX_BYTES:
+        raise LabReadError(f"{path}: {size} bytes is too large for a sharded-checkpoint index (at most "
+                           f"{MAX_INDEX_BYTES})")
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
         weight_map = data["weight_map"]
@@ -95,6 +105,9 @@ def _index_shards(path: str) -> list[str]:
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise LabReadError(f"{path}: not a sharded-checkpoint index (a JSON object with a weight_map): "
                            f"{type(exc).__name__}: {exc}") from None
+    for n in names:
+        if not n or n in (".", "..") or "/" in n or "\\" in n or "\0" in n:
+            raise LabReadError(f"{path}: shard name {n!r} is not a file name in the index's folder")
     base = Path(path).parent
     return [str(base / n) for n in names]
 
