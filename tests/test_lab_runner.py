@@ -180,3 +180,16 @@ def test_benchmark_checkpoint_writer_is_read_back_bit_for_bit(tmp_path: Path) ->
     np.testing.assert_array_equal(open_rows(ra).read(0, 5).view(np.uint32), a.view(np.uint32))
     np.testing.assert_array_equal(open_rows(rb).read(0, 3).view(np.uint32),
                                   b.view(np.uint16).astype(np.uint32) << 16)
+
+
+@pytest.mark.slow
+def test_cli_on_a_multiprocess_dask_cluster_gives_the_serial_json(checkpoint: Path, tmp_path: Path) -> None:
+    """`lowprec analyze --scheduler` against a LocalCluster of two worker processes (slow: starting
+    them takes tens of seconds on a busy machine; the default run covers an in-process cluster)."""
+    distributed = pytest.importorskip("distributed")
+    serial, remote = tmp_path / "serial.json", tmp_path / "dask.json"
+    assert main(["analyze", str(checkpoint), "--recipes", "all", "--json", str(serial), "--quiet"]) == 0
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as lc:
+        assert main(["analyze", str(checkpoint), "--recipes", "all", "--json", str(remote), "--quiet",
+                     "--scheduler", lc.scheduler_address]) == 0
+    assert remote.read_bytes() == serial.read_bytes()
