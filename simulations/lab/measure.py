@@ -47,7 +47,7 @@ from lowprec.formats import Format
 from ..metrics import _ratio_metrics, clips, overflow_threshold
 from .recipes import QuantizedChunk, Recipe
 
-__all__ = ["ExactSum", "OUTLIER_FACTOR", "RecipeDetail", "RecipeResult", "RecipeSums", "StatsSums", "TensorStats",
+__all__ = ["ChunkSignal", "ExactSum", "OUTLIER_FACTOR", "RecipeDetail", "RecipeResult", "RecipeSums", "StatsSums", "TensorStats",
            "file_ranking", "pareto_front", "rank_results"]
 
 OUTLIER_FACTOR = 6.0
@@ -250,15 +250,15 @@ class RecipeSums:
     zeroed: int = 0
     numel: int = 0
 
-    def add(self, x: np.ndarray, q: QuantizedChunk) -> None:
-        fin = _finite_mask(x)
-        x64 = x.astype(np.float64)
+    def add(self, x: np.ndarray, q: QuantizedChunk, chunk: "ChunkSignal | None" = None) -> None:
+        """Rows `x` and the recipe's result on them; `chunk` is `ChunkSignal(x)`, shared by every
+        recipe of the chunk (made here when not given)."""
+        c = ChunkSignal(x) if chunk is None else chunk
         with np.errstate(invalid="ignore", over="ignore"):
-            d = q.x_hat - x64
-            if fin is not None:
-                d = np.where(fin, d, 0.0)
-                x64 = np.where(fin, x64, 0.0)
-            self.signal.add((x64 * x64).sum(axis=1))
+            d = q.x_hat - c.x64
+            if c.finite is not None:
+                d = np.where(c.finite, d, 0.0)
+            self.signal.add(c.row_sumsq)
             self.error.add((d * d).sum(axis=1))
             if d.size:
                 self.max_abs = _nanmax(self.max_abs, float(np.abs(d).max()))
@@ -285,9 +285,27 @@ def scaled_magnitudes(q: QuantizedChunk) -> np.ndarray:
 
 
 def clipped_mask(q: QuantizedChunk, fmt: Format) -> np.ndarray:
-    """Finite elements that the cast saturated (see the module docstring)."""
-    mag = scaled_magnitudes(q)
-    return clips(np.where(np.isfinite(q.cast_in), mag, np.nan), fmt)
+    """Finite elements that the cast saturated (see the module docstring): `scaled_magnitudes`
+    beyond the format's edge, where the input and its scale are finite and the scale positive."""
+    s = q.decode_scales
+    cin = q.cast_in
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mag = np.abs(cin.astype(np.float64))
+        mag /= s
+    return clips(mag, fmt) & (s > 0) & np.isfinite(s) & np.isfinite(cin)
+
+
+class ChunkSignal:
+    """What every recipe's sums need from one chunk of rows: the rows as float64, the finite mask
+    (None when all are finite) and each row's Σx² over its finite elements."""
+
+    def __init__(self, x: np.ndarray) -> None:
+        self.finite = _finite_mask(x)
+        x64 = x.astype(np.float64)
+        self.x64 = x64
+        masked = x64 if self.finite is None else np.where(self.finite, x64, 0.0)
+        with np.errstate(over="ignore"):
+            self.row_sumsq = (masked * masked).sum(axis=1)
 
 
 # ------------------------------------------------------------------------------------------------

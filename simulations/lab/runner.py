@@ -32,6 +32,7 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from .measure import (
+    ChunkSignal,
     DetailSums,
     RecipeDetail,
     RecipeResult,
@@ -122,9 +123,10 @@ def analyze_rows(ref: TensorRef, source: RowSource, recipes: Sequence[Recipe],
     for lo, hi in iter_chunks(rows, step):
         x = source.read(lo, hi)
         stats.add_second(x)
+        chunk = ChunkSignal(x)
         for r in active:
             q = quantize_chunk(r, x, amax)
-            sums[r.name].add(x, q)
+            sums[r.name].add(x, q, chunk)
             if dsums is not None and r is detail_recipe:
                 dsums.add(lo, x, q)
             del q
