@@ -49,6 +49,8 @@ COMMANDS: tuple[Command, ...] = (
             "list the worked examples (named numbers) lessons quote"),
     Command("lessons", "lowprec.app.commands.lessons_cmd",
             "list the lessons: goal, predictions and exercises with their computed answers"),
+    Command("analyze", "lowprec.app.commands.analyze_cmd",
+            "run your own tensors (.npy, .npz, .safetensors, state dicts) through every recipe"),
     Command("crosscheck", "lowprec.app.commands.crosscheck_cmd",
             "check a real backend (ml_dtypes, torch, Triton) against the format model bit for bit"),
     Command("bench", "lowprec.app.commands.bench_cmd",

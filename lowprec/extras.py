@@ -4,7 +4,8 @@ torch is needed only where autograd or a torch backend is the point: the recompu
 widget, the torch cross-check backends, the GPU kernels and benchmarks. `pip install lowprec` works
 without it; `pip install 'lowprec[torch]'` (or `[gpu]` for Triton, `[all]` for both) adds it.
 `EXTRAS` maps each optional top-level module to the extra that installs it (the test suite checks
-it against pyproject.toml); `missing_dependency(exc)` turns the ModuleNotFoundError of a missing
+it against pyproject.toml; Dask, for `lowprec analyze --scheduler`, is the `cluster` extra);
+`missing_dependency(exc)` turns the ModuleNotFoundError of a missing
 optional module into the line every face prints, and returns None for anything else (a missing
 module of lowprec itself is a bug, never tolerated).
 
@@ -16,7 +17,7 @@ from __future__ import annotations
 __all__ = ["EXTRAS", "missing_dependency"]
 
 #: optional top-level module → the extra of lowprec that installs it
-EXTRAS: dict[str, str] = {"torch": "torch", "triton": "gpu"}
+EXTRAS: dict[str, str] = {"torch": "torch", "triton": "gpu", "dask": "cluster", "distributed": "cluster"}
 
 
 def missing_dependency(exc: BaseException, what: str = "this") -> str | None:

@@ -991,6 +991,27 @@ def conventions_edges() -> Example:
                "e5m2_62000_triton", digits={"first_nan_input": 15, "e8m0_zero_torch": 16})
 
 
+def lab_samples() -> Example:
+    """The recipe lab's sample weight (`simulations.lab.samples`, BF16, four input channels ×16)
+    under the default recipes: its outlier input channels, and the BF16 cast's error on a tensor
+    already stored as BF16."""
+    from .lab import analyze_arrays
+    from .lab.samples import weight
+
+    report = analyze_arrays({"weight": weight()}, "bf16,e4m3_row,e4m3_column")
+    t = report.tensors[0]
+    assert t.stats.outlier_channels is not None and t.stats.channels is not None
+    row, col = t.result("e4m3_row"), t.result("e4m3_column")
+    assert row.rms_rel_err is not None and col.rms_rel_err is not None
+    return _ex("lab_samples", "The recipe lab's sample weight: outlier channels and a BF16 checkpoint",
+               "simulations.lab on samples.weight(): per-channel RMS against 6 × the median; recipes bf16, "
+               "e4m3_row, e4m3_column",
+               {"outlier_channels": t.stats.outlier_channels, "channels": t.stats.channels,
+                "bf16_rms_rel_err": t.result("bf16").rms_rel_err or 0.0,
+                "e4m3_row_rms_rel_err": row.rms_rel_err, "e4m3_column_rms_rel_err": col.rms_rel_err},
+               "outlier_channels", digits={"e4m3_row_rms_rel_err": 3, "e4m3_column_rms_rel_err": 3})
+
+
 EXAMPLES: dict[str, Callable[[], Example]] = {
     "bin_3_3": bin_3_3,
     "range_questions": range_questions,
@@ -1015,6 +1036,7 @@ EXAMPLES: dict[str, Callable[[], Example]] = {
     "calibration_ranges": calibration_ranges,
     "kv_cache_check": kv_cache_check,
     "conventions_edges": conventions_edges,
+    "lab_samples": lab_samples,
 }
 
 #: examples that run torch (real torch.utils.checkpoint, the recompute simulation): resolved by

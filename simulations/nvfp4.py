@@ -141,11 +141,15 @@ def quantize_nvfp4(
     policy: CastPolicy | None = None,
     rng: np.random.Generator | None = None,
     convention: str = "ocp",
+    tensor_amax: float | None = None,
 ) -> NVFP4Tensor:
     """NVFP4-quantize `x`: blocks of 16 along `axis`, or 16×16 tiles of a 2-D weight with
     `block_2d=True` (see the module docstring). `convention` names a `block_conventions` record
     (default ocp). `policy` replaces the ocp convention's E2M1 element policy (default nearest-even,
-    saturating); stochastic rounding needs `rng`. The other conventions fix their element cast."""
+    saturating); stochastic rounding needs `rng`. The other conventions fix their element cast.
+    `tensor_amax` replaces the tensor amax measured from `x` (by the convention's `TensorAmax` rule),
+    so a large tensor can be quantized in row chunks under the whole tensor's FP32 scale (the recipe
+    lab measures it over every chunk first, by the same rule)."""
     conv = get_block_convention(convention)
     if block_2d and not conv.nvfp4_tiles_2d:
         raise ValueError(f"the {conv.name} convention has NVFP4 1×16 blocks only, not 16×16 tiles")
@@ -173,8 +177,8 @@ def quantize_nvfp4(
     rngs = chunk_rngs(rng, nb)
     if conv.nvfp4_global_scale is not GlobalScale.DECODE_QUOTIENT:
         block_amax32 = abits.view(arr.dtype)
-        scale_codes, ts, multiplier = nvfp4_scales(
-            block_amax32, nvfp4_tensor_amax(block_amax32, bad, conv.nvfp4_tensor_amax), conv)
+        t_amax = nvfp4_tensor_amax(block_amax32, bad, conv.nvfp4_tensor_amax) if tensor_amax is None else tensor_amax
+        scale_codes, ts, multiplier = nvfp4_scales(block_amax32, t_amax, conv)
 
         def work_float32(ci: int, lo: int, hi: int) -> None:
             scaled = scale_by_multiplier(blocks[lo:hi], multiplier[lo:hi])
@@ -183,7 +187,8 @@ def quantize_nvfp4(
         map_chunks(nb, work_float32)
     else:
         block_amax = np.where(bad, 0.0, abits.view(arr.dtype).astype(np.float64))
-        ts = nvfp4_tensor_scale(nvfp4_tensor_amax(block_amax, bad, conv.nvfp4_tensor_amax))
+        ts = nvfp4_tensor_scale(nvfp4_tensor_amax(block_amax, bad, conv.nvfp4_tensor_amax)
+                                if tensor_amax is None else tensor_amax)
         scale_pol = formats.policy_for("ocp", formats.E4M3FN)
         scale_codes = formats.encode(block_amax / (E2M1.max * ts), formats.E4M3FN, scale_pol)
         scale_codes[bad] = E4M3_NAN_CODE

@@ -55,6 +55,16 @@ def bucket(value: float, labels: dict[str, float]) -> str:
 # ------------------------------------------------------------------------------------------------
 
 
+def lab_weight_outliers() -> int:
+    """Input channels (columns) of the recipe lab's sample weight whose RMS exceeds 6 × the median
+    column RMS, computed here with numpy in float64."""
+    from lowprec.simulations.lab.samples import weight
+
+    w = weight().astype(np.float64)
+    rms = np.sqrt(np.mean(w * w, axis=0))
+    return int(np.count_nonzero(rms > 6 * np.median(rms)))
+
+
 def weights_gb(bits: Fraction) -> float:
     return float(Fraction(7 * 10**9) * bits / 8 / 10**9)
 
@@ -601,6 +611,7 @@ ORACLES: dict[str, Callable[[], Any]] = {
     "example:kv_cache_check.vs_bf16": lambda: float(Fraction(16) / (4 + Fraction(8, 16))),
     "example:kv_cache_check.gib": lambda: float(Fraction(890 * 10**6, 2**30)),
     "example:kv_cache_check.vs_one_gib": lambda: "less than 1 GiB" if 890 * 10**6 < 2**30 else "1 GiB or more",
+    "example:lab_samples.outlier_channels": lambda: lab_weight_outliers(),
     # 22 promoting a precision change
     "example:conventions_edges.e5m2_62000_triton": lambda: float(sat(62000.0, E5M2, 57344.0)[()]),
     "example:conventions_edges.first_nan_input": lambda: float(np.nextafter(F32(464.0), F32(np.inf))),

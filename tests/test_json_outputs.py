@@ -17,8 +17,20 @@ import pytest
 from lowprec import strictjson
 from lowprec.app import cli
 
+def _lab_file() -> str:
+    """A tiny .npy for `lowprec analyze`: values BF16 holds exactly (SQNR +inf, written "inf")."""
+    import tempfile
+
+    import numpy as np
+
+    path = Path(tempfile.mkdtemp(prefix="lowprec-json-")) / "exact.npy"
+    np.save(path, np.tile(np.array([1.0, 2.0, 0.5, -0.25], np.float32), (2, 8)))
+    return str(path)
+
+
 #: command path → cheap arguments (without --json), chosen to exercise non-finite values
 CASES: dict[str, list[str]] = {
+    "analyze": [_lab_file(), "--recipes", "bf16,mxfp4", "--quiet"],
     "formats": [],
     "cast": ["E5M2", "--", "-70000", "nan", "inf", "0", "3.3"],
     "examples": [],
@@ -90,6 +102,8 @@ def test_json_output_is_strict(path: str, tmp_path: Path, capsys: pytest.Capture
         # -70000 overflows E5M2 to -Inf; NaN stays NaN; x = inf is written as the string "inf"
         assert [r["value"] for r in data[:3]] == ["-inf", "nan", "inf"]
         assert data[0]["rel_error"] == "nan" and data[3]["rel_error"] == 0.0
+    if path == "analyze":
+        assert data["tensors"][0]["results"][0]["sqnr_db"] == "inf"  # the exact BF16 cast
     if path == "formats":
         from lowprec.formats import format_names
 

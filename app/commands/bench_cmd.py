@@ -20,6 +20,7 @@ BENCHMARKS: dict[str, str] = {
     "attention": "lowprec.benchmarks.attention",
     "recompute": "lowprec.benchmarks.recompute",
     "cli": "lowprec.benchmarks.cli",
+    "analyze": "lowprec.benchmarks.analyze",
     "gpu": "lowprec.benchmarks.gpu",
     "app": "lowprec.app.bench",
 }

@@ -59,6 +59,9 @@ _ENTRIES = (
                 "Scale granularity and an outlier", config="lowprec.simulations.grouping:GroupingConfig"),
     WidgetEntry("BlockFormats", "lowprec.app.widgets.block_formats:BlockFormats",
                 "Block formats: MXFP8, MXFP6, MXFP4, NVFP4", config="lowprec.simulations.blocks:BlocksConfig"),
+    WidgetEntry("RecipeLab", "lowprec.app.widgets.recipe_lab:RecipeLab",
+                "Recipe lab: your own tensors through every recipe",
+                config="lowprec.simulations.lab.workbench:LabConfig"),
 )
 
 WIDGETS: dict[str, WidgetEntry] = {e.name: e for e in _ENTRIES}
@@ -72,6 +75,7 @@ __all__ = [  # the widget names are the keys of WIDGETS, resolved by __getattr__
     "BlockFormats",
     "Conventions",
     "DelayedSpike",
+    "RecipeLab",
     "RecomputeDivergence",
     "ScaleGrouping",
     "get_widget_class",

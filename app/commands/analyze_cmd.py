@@ -1,0 +1,107 @@
+"""`lowprec analyze PATH… [--recipes NAME,…] [--json OUT] [--csv OUT] [--html OUT] [--workers N]
+[--scheduler ADDRESS]`: the user's own tensors through every recipe (`simulations.lab`).
+
+PATH is a `.npy`, `.npz`, `.safetensors` or PyTorch (`.pt`, `.pth`, `.bin`, `.ckpt`) file, a glob, a
+directory, or a sharded checkpoint's `*.index.json`. Each float tensor (BF16, FP16, FP32, FP64) is
+measured under each recipe; the others are listed as skipped with the reason. A file that cannot be
+read is one line naming it (exit status 2), before any work starts. `--json` writes strict JSON
+(`lowprec.strictjson`: `{"files", "recipes", "tensors": [{"name", "file", "shape", "dtype", "stats",
+"results": [{"recipe", "rms_rel_err", "sqnr_db", "max_abs_err", "clipped_frac", "zero_frac",
+"bits_per_element"}], "ranking", "pareto"}], "skipped", "ranking"}`), `--csv` one row per tensor ×
+recipe, `--html` a standalone page with the table and the error-against-bits plot (drawn by
+`app.plots.lab`). Tensors run in this process (`--workers 1`), in a local process pool (`--workers
+N`), or on a Dask cluster (`--scheduler ADDRESS`, the `lowprec[cluster]` extra; the workers must
+see the files at the same paths); the report is the same. A progress bar over tensors shows on a
+terminal after a second (not with --quiet).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+from lowprec import strictjson
+from lowprec.simulations._io import write_text
+from lowprec.simulations.lab import recipes as lab_recipes
+from lowprec.simulations.lab.runner import CHUNK_ELEMENTS, LabReport, analyze, open_executor
+
+from .progress import ProgressBar
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("analyze")
+    p.add_argument("paths", nargs="*", metavar="PATH",
+                   help="files, globs, directories or a *.index.json of tensors to analyse")
+    p.add_argument("--recipes", metavar="NAME,…", default=lab_recipes.DEFAULT,
+                   help="comma-separated recipes (NAME or NAME@CONVENTION), 'default' "
+                        f"({', '.join(lab_recipes.DEFAULT_RECIPES)}) or 'all'; --list-recipes lists them")
+    p.add_argument("--list-recipes", action="store_true", help="list every recipe and exit")
+    p.add_argument("--json", metavar="OUT", help='write the report as strict JSON to OUT ("-": stdout)')
+    p.add_argument("--csv", metavar="OUT", help='write one row per tensor × recipe as CSV to OUT ("-": stdout)')
+    p.add_argument("--html", metavar="OUT", help="write a standalone HTML page (table and plots; opens offline)")
+    p.add_argument("--workers", type=int, default=1, metavar="N",
+                   help="processes to analyse tensors in (1: this process)")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="a Dask distributed scheduler (tcp://host:port) to run on instead (lowprec[cluster])")
+    p.add_argument("--chunk-elements", type=int, default=CHUNK_ELEMENTS, metavar="N",
+                   help="elements per row chunk (memory stays near one chunk's working set)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar and no summary")
+    p.set_defaults(func=run)
+
+
+def _check_output(option: str, path: str | None) -> None:
+    """Refuse an output path whose folder does not exist, before a long run rather than after it."""
+    if path and path != strictjson.STDOUT:
+        folder = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(folder):
+            raise ValueError(f"{option} {path}: the folder {folder} does not exist")
+
+
+def recipe_lines() -> list[str]:
+    lines = []
+    for name, r in lab_recipes.RECIPES.items():
+        mark = " (default)" if name in lab_recipes.DEFAULT_RECIPES else ""
+        lines.append(f"{name:<13} {r.description}{mark}")
+    lines.append("NAME@CONVENTION runs a block recipe under ocp (default), torchao or transformer_engine, "
+                 "a cast under torch (default) or ml_dtypes")
+    return lines
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.list_recipes:
+        print("\n".join(recipe_lines()))
+        return 0
+    if not args.paths:
+        raise ValueError("give at least one PATH (a file, glob, directory or *.index.json), or --list-recipes")
+    if args.chunk_elements < 1:
+        raise ValueError(f"--chunk-elements must be ≥ 1, got {args.chunk_elements}")
+    recipes = lab_recipes.parse_recipes(args.recipes)
+    stdout_taken = args.json == strictjson.STDOUT or args.csv == strictjson.STDOUT
+    if args.json == strictjson.STDOUT and args.csv == strictjson.STDOUT:
+        raise ValueError("--json and --csv cannot both write to stdout")
+    for option in ("json", "csv", "html"):
+        _check_output(f"--{option}", getattr(args, option))
+    bar = ProgressBar("analyze", quiet=args.quiet)
+    try:
+        with open_executor(args.workers, args.scheduler) as executor:
+            report = analyze(args.paths, recipes, executor=executor, progress=bar,
+                             chunk_elements=args.chunk_elements)
+    finally:
+        bar.close()
+    write_outputs(report, args)
+    if not args.quiet and not stdout_taken:
+        print("\n".join(report.summary_lines()))
+    return 0
+
+
+def write_outputs(report: LabReport, args: argparse.Namespace) -> None:
+    if args.json:
+        strictjson.write(report.to_dict(), args.json, indent=None)
+    if args.csv:
+        write_text(report.to_csv(), args.csv)
+    if args.html:
+        from lowprec.app.plots.html import save_standalone
+        from lowprec.app.plots.lab import report_layout
+
+        save_standalone(report_layout(report), args.html, "Recipe lab")

@@ -1,0 +1,155 @@
+"""Figures of the recipe lab (`simulations.lab`): the sortable table of tensors × recipes with their
+metrics, each tensor's RMS relative error against bits per element, and for one tensor under one
+recipe the histogram of magnitudes on a log2 axis — the tensor's own |x| and |x| as the cast sees it
+(divided by its group's decode scale) — with the element format's grid, the flush region (rounds to
+0) and the clip region (saturates) shaded, and the per-block error map. Every number comes from the
+lab's report (`LabReport`, `RecipeDetail`); these builders only lay out columns and draw them.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from bokeh.layouts import column
+from bokeh.models import ColumnDataSource, HoverTool
+from bokeh.models.annotations import BoxAnnotation
+from bokeh.models.widgets.tables import DataTable, NumberFormatter, TableColumn
+from bokeh.plotting import figure
+
+from lowprec.simulations.lab.measure import RecipeDetail
+from lowprec.simulations.lab.runner import LabReport
+
+from .style import CURRENT_COLOR, DELAYED_COLOR, HIGHLIGHT_COLOR, SERIES_PALETTE
+from .widget_heatmap import heat_colors, heatmap_figure
+
+__all__ = ["TABLE_COLUMNS", "detail_sources", "error_bits_figure", "error_map_figure", "histogram_figure",
+           "report_layout", "results_table", "table_data"]
+
+#: table columns: (field, title, number format or None for text)
+TABLE_COLUMNS: tuple[tuple[str, str, str | None], ...] = (
+    ("tensor", "tensor", None),
+    ("recipe", "recipe", None),
+    ("rank", "rank", "0"),
+    ("rms_rel_err", "RMS rel. error", "0.000e+0"),
+    ("sqnr_db", "SQNR (dB)", "0.00"),
+    ("max_abs_err", "max |error|", "0.000e+0"),
+    ("clipped_frac", "clipped", "0.000%"),
+    ("zero_frac", "flushed to 0", "0.000%"),
+    ("bits_per_element", "bits / element", "0.000"),
+    ("note", "note", None),
+)
+_NUMBERS = [f for f, _, fmt in TABLE_COLUMNS if fmt is not None]
+
+
+def _number(v: Any) -> float:
+    return math.nan if v is None else float(v)
+
+
+def table_data(report: LabReport) -> dict[str, list[Any]]:
+    """One row per tensor × recipe (absent numbers are NaN, the reason in `note`)."""
+    data: dict[str, list[Any]] = {f: [] for f, _, _ in TABLE_COLUMNS}
+    for t in report.tensors:
+        ranks = {name: i + 1 for i, name in enumerate(t.ranking)}
+        for r in t.results:
+            data["tensor"].append(t.name)
+            data["recipe"].append(r.recipe)
+            data["rank"].append(ranks.get(r.recipe, math.nan))
+            for f in _NUMBERS[1:]:
+                data[f].append(_number(getattr(r, f)))
+            data["note"].append(r.skipped or ("Pareto front" if r.recipe in t.pareto else ""))
+    return data
+
+
+def results_table(source: ColumnDataSource, width: int = 1000, height: int = 320) -> DataTable:
+    """The sortable table over `source` (columns of TABLE_COLUMNS); click a header to sort."""
+    cols = []
+    for f, title, fmt in TABLE_COLUMNS:
+        kw: dict[str, Any] = {"field": f, "title": title}
+        if fmt is not None:
+            kw["formatter"] = NumberFormatter(format=fmt, nan_format="–")
+        cols.append(TableColumn(**kw))
+    return DataTable(source=source, columns=cols, sortable=True, index_position=None, width=width, height=height,
+                     sizing_mode="stretch_width")
+
+
+def error_bits_figure(source: ColumnDataSource, width: int = 760) -> Any:
+    """Each tensor × recipe as a point: bits per element against RMS relative error (log)."""
+    fig = figure(title="RMS relative error against bits per element (each tensor × recipe)", width=width,
+                 height=320, y_axis_type="log", x_axis_label="bits per element", y_axis_label="RMS relative error",
+                 tools="pan,wheel_zoom,box_zoom,reset")
+    fig.scatter("bits_per_element", "plot_err", source=source, size=9, color="color", alpha=0.8)
+    fig.add_tools(HoverTool(tooltips=[("tensor", "@tensor"), ("recipe", "@recipe"),
+                                      ("bits / element", "@bits_per_element{0.000}"),
+                                      ("RMS rel. error", "@rms_rel_err{0.000e}"), ("SQNR", "@sqnr_db{0.00} dB")]))
+    return fig
+
+
+def colored(data: dict[str, list[Any]]) -> dict[str, list[Any]]:
+    """`data` with a `color` column (one series colour per tensor) and `plot_err`, the error the log
+    plot draws: exact results (error 0) and absent ones are left off its scale by a NaN there (the
+    table keeps showing `rms_rel_err` itself)."""
+    tensors = list(dict.fromkeys(data["tensor"]))
+    out = dict(data)
+    out["color"] = [SERIES_PALETTE[tensors.index(t) % len(SERIES_PALETTE)] for t in data["tensor"]]
+    out["plot_err"] = [v if v > 0 else math.nan for v in data["rms_rel_err"]]
+    return out
+
+
+def report_layout(report: LabReport) -> Any:
+    """What `lowprec analyze --html` writes: the table and the error-against-bits plot."""
+    data = colored(table_data(report))
+    source = ColumnDataSource(data)
+    return column(results_table(source), error_bits_figure(source), sizing_mode="stretch_width")
+
+
+# ------------------------------------------------------------------------------------------------
+# one tensor under one recipe
+# ------------------------------------------------------------------------------------------------
+
+
+def detail_sources(detail: RecipeDetail) -> dict[str, dict[str, list[Any]]]:
+    """Columns of the histogram (`hist`: bin edges and both counts), the grid lines (`grid`) and the
+    error map (`map`: one row per cell, its colour from log10 of its error)."""
+    lo = detail.bin_lo
+    hist: dict[str, list[Any]] = {"left": lo, "right": [v + detail.bin_width for v in lo], "input": detail.counts_input,
+            "scaled": detail.counts_scaled}
+    cells: dict[str, list[Any]] = {"x": [], "y": [], "rel_err": [], "log10": []}
+    for i, row in enumerate(detail.map_rel_err):
+        for j, v in enumerate(row):
+            cells["x"].append(j)
+            cells["y"].append(i)
+            cells["rel_err"].append(v)
+            cells["log10"].append(math.log10(v) if v > 0 and math.isfinite(v) else -math.inf)
+    cells["color"] = heat_colors(cells["log10"])
+    return {"hist": hist, "grid": {"x": detail.grid_log2}, "map": cells}
+
+
+def histogram_figure(sources: dict[str, ColumnDataSource], width: int = 760) -> tuple[Any, BoxAnnotation,
+                                                                                       BoxAnnotation]:
+    """The histogram over `hist` with grid lines over `grid`; returns (figure, flush box, clip box):
+    the caller moves the boxes' edges (`right` of flush, `left` of clip) for each recipe."""
+    fig = figure(title="magnitudes on a log2 axis: the tensor (grey) and as the cast sees them (|x| / scale)",
+                 width=width, height=300, x_axis_label="log2 |value|", y_axis_label="elements",
+                 tools="pan,wheel_zoom,box_zoom,reset")
+    fig.quad(left="left", right="right", bottom=0, top="input", source=sources["hist"], fill_color="#bbbbbb",
+             fill_alpha=0.6, line_color=None, legend_label="tensor |x|")
+    fig.quad(left="left", right="right", bottom=0, top="scaled", source=sources["hist"], fill_color=CURRENT_COLOR,
+             fill_alpha=0.5, line_color=None, legend_label="|x| / decode scale")
+    fig.vspan(x="x", source=sources["grid"], line_color="#555555", line_alpha=0.35, line_width=1)
+    flush = BoxAnnotation(right=0, fill_color=HIGHLIGHT_COLOR, fill_alpha=0.12)
+    clip = BoxAnnotation(left=0, fill_color=DELAYED_COLOR, fill_alpha=0.15)
+    fig.add_layout(flush)
+    fig.add_layout(clip)
+    fig.add_tools(HoverTool(tooltips=[("log2 |value|", "@left{0.000} … @right{0.000}"), ("tensor", "@input"),
+                                      ("as cast", "@scaled")]))
+    fig.legend.location = "top_left"
+    fig.legend.click_policy = "hide"
+    return fig, flush, clip
+
+
+def error_map_figure(source: ColumnDataSource, width: int = 420) -> Any:
+    """The per-block RMS relative error of the matrix view, one cell per tile (log colour)."""
+    return heatmap_figure(source, "RMS relative error per block (log colour; grey: exact)", "column block",
+                          "row block", [("block", "(@y, @x)"), ("RMS rel. error", "@rel_err{0.000e}")],
+                          width=width, height=320)

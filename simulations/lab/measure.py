@@ -1,0 +1,512 @@
+"""What the recipe lab measures, accumulated chunk by chunk: a tensor's own statistics, each recipe's
+error metrics, the ranking of recipes, and (for the widget) one recipe's histogram and error map.
+
+Error metrics of a recipe on a tensor x with dequantized x̂ (`RecipeResult`), over the finite
+elements of x (a NaN or Inf input has no error to measure; the stats count them):
+
+- `rms_rel_err` = ‖x̂ − x‖₂ / ‖x‖₂ and `sqnr_db` = 10·log10(Σx² / Σ(x̂ − x)²), by
+  `simulations.metrics`' formula: an exact result has error 0 and SQNR +inf (written "inf" in strict
+  JSON); a zero tensor with an error has relative error +inf and SQNR -inf; a NaN in x̂ makes both NaN.
+- `max_abs_err` = max |x̂ − x|.
+- `clipped_frac` = share of the elements whose magnitude, as the cast sees it (|x| divided by its
+  group's decode scale; in the Hadamard basis for RHT recipes), lies beyond the rounding bin of the
+  element format's largest finite value (`metrics.clips`): the cast saturated it (or, for a 16-bit
+  cast, overflowed it to Inf) instead of rounding it. Elements under a zero or NaN scale never clip.
+- `zero_frac` = share of the elements that were non-zero and came back as exactly zero (flushed):
+  x ≠ 0 and x̂ = 0, counted where the cast happens (in the Hadamard basis for RHT recipes, where an
+  inverse-transformed value is almost never exactly 0).
+- `bits_per_element` from `Recipe.bits_per_element` (scales included).
+
+Both fractions are over all elements of the tensor. Sums are taken per row and accumulated exactly
+(`ExactSum`), so every figure is the same whatever the chunk size or executor. Statistics (`TensorStats`) over the finite
+elements: amax, RMS, mean, standard deviation and *excess* kurtosis m4 / m2² − 3 (population moments:
+0 for a normal distribution, 3 for a Laplace, large for heavy tails; None for a constant tensor),
+the share of exact zeros and the count of non-finite values, and the outlier channels: the channels
+are the last axis's indices (input channels of a (out, in) weight, features of a (tokens, features)
+activation); a channel is an *outlier* when its RMS exceeds OUTLIER_FACTOR = 6 times the median
+channel RMS (None for a tensor with fewer than two axes).
+
+Ranking (`rank_results`): by `rms_rel_err` ascending (NaN last), ties by fewer bits per element, then
+by name; a recipe is on the Pareto front when no other recipe has both fewer-or-equal bits and a
+smaller-or-equal error, one of them strictly. Over a whole file (`file_ranking`) each recipe's errors
+are pooled — ‖x̂ − x‖ / ‖x‖ over every tensor it applied to, as one vector — and bits are averaged
+per element; recipes that did not apply to every tensor rank after those that did.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from lowprec import formats
+from lowprec.formats import Format
+
+from ..metrics import _ratio_metrics, clips, overflow_threshold
+from .recipes import QuantizedChunk, Recipe
+
+__all__ = ["ChunkSignal", "ExactSum", "OUTLIER_FACTOR", "RecipeDetail", "RecipeResult", "RecipeSums", "StatsSums", "TensorStats",
+           "file_ranking", "pareto_front", "rank_results"]
+
+OUTLIER_FACTOR = 6.0
+#: histogram bins per binade, and the log2 range they cover (magnitudes outside go to the end bins)
+BINS_PER_BINADE = 8
+LOG2_LO, LOG2_HI = -160, 140
+#: the per-block error map has at most this many cells along each axis
+MAP_CELLS = 64
+
+
+class ExactSum:
+    """A sum of floats that does not depend on their grouping: each chunk adds its per-row sums
+    (numpy sums each row the same way whatever the chunk), accumulated exactly (Shewchuk's
+    partials, as `math.fsum`), so a tensor's totals are the same for every chunk size and executor.
+    Non-finite terms are summed apart (they make the total Inf or NaN)."""
+
+    def __init__(self) -> None:
+        self.partials: list[float] = []
+        self.special = 0.0
+
+    def add(self, values: np.ndarray) -> None:
+        v = np.asarray(values, dtype=np.float64).reshape(-1)
+        fin = np.isfinite(v)
+        if not fin.all():
+            self.special += float(v[~fin].sum())
+            v = v[fin]
+        partials = self.partials
+        for x in v.tolist():
+            i = 0
+            for y in partials:
+                if abs(x) < abs(y):
+                    x, y = y, x
+                hi = x + y
+                lo = y - (hi - x)
+                if lo:
+                    partials[i] = lo
+                    i += 1
+                x = hi
+            partials[i:] = [x]
+
+    @property
+    def value(self) -> float:
+        total = math.fsum(self.partials)
+        return total + self.special if self.special else total
+
+
+def _nanmax(a: float, b: float) -> float:
+    """max that keeps a NaN (Python's max drops it depending on the order)."""
+    if math.isnan(a) or math.isnan(b):
+        return float("nan")
+    return max(a, b)
+
+
+def _finite_mask(x: np.ndarray) -> np.ndarray | None:
+    """None when every element is finite (the common case, no masking), else the mask."""
+    fin = np.isfinite(x)
+    return None if fin.all() else fin
+
+
+# ------------------------------------------------------------------------------------------------
+# the tensor's own statistics
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class TensorStats:
+    numel: int
+    amax: float
+    rms: float
+    mean: float
+    std: float
+    kurtosis: float | None  # excess kurtosis; None for a constant (or empty) tensor
+    zero_frac: float  # exact zeros among all elements
+    nonfinite: int  # NaN and ±Inf elements (left out of every other figure)
+    channels: int | None  # the last axis's length (None below two axes)
+    outlier_channels: int | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class StatsSums:
+    """Pass 1 (`add_first`): counts, sums, amax, per-channel Σx²; pass 2 (`add_second`): central
+    moments about the pass-1 mean."""
+
+    cols: int
+    has_channels: bool
+    numel: int = 0
+    finite: int = 0
+    zeros: int = 0
+    total: ExactSum = field(default_factory=ExactSum)
+    sumsq: ExactSum = field(default_factory=ExactSum)
+    amax: float = 0.0
+    col_sumsq: np.ndarray | None = None
+    col_count: np.ndarray | None = None
+    m2: ExactSum = field(default_factory=ExactSum)
+    m4: ExactSum = field(default_factory=ExactSum)
+
+    def add_first(self, x: np.ndarray) -> None:
+        fin = _finite_mask(x)
+        xf = x if fin is None else np.where(fin, x, 0.0)
+        x64 = xf.astype(np.float64)
+        self.numel += x.size
+        self.finite += x.size if fin is None else int(fin.sum())
+        self.zeros += int(np.count_nonzero(x == 0))
+        self.total.add(x64.sum(axis=1))
+        sq = x64 * x64
+        self.sumsq.add(sq.sum(axis=1))
+        if x.size:
+            self.amax = max(self.amax, float(np.abs(xf).max()))
+        if self.has_channels:
+            cs = sq.sum(axis=0)
+            cc = (np.full(x.shape[1], x.shape[0], np.int64) if fin is None else fin.sum(axis=0))
+            self.col_sumsq = cs if self.col_sumsq is None else self.col_sumsq + cs
+            self.col_count = cc if self.col_count is None else self.col_count + cc
+
+    @property
+    def mean(self) -> float:
+        return self.total.value / self.finite if self.finite else 0.0
+
+    def add_second(self, x: np.ndarray) -> None:
+        fin = _finite_mask(x)
+        d = x.astype(np.float64) - self.mean
+        if fin is not None:
+            d = np.where(fin, d, 0.0)
+        d2 = d * d
+        self.m2.add(d2.sum(axis=1))
+        self.m4.add((d2 * d2).sum(axis=1))
+
+    def result(self) -> TensorStats:
+        n = self.finite
+        m2 = self.m2.value / n if n else 0.0
+        kurt = (self.m4.value / n) / (m2 * m2) - 3.0 if n and m2 > 0 else None
+        channels = outliers = None
+        if self.has_channels and self.col_sumsq is not None and self.col_count is not None:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                rms_c = np.sqrt(np.where(self.col_count > 0, self.col_sumsq / np.maximum(self.col_count, 1), 0.0))
+            median = float(np.median(rms_c))
+            channels = int(self.cols)
+            outliers = int(np.count_nonzero((rms_c > OUTLIER_FACTOR * median) & (rms_c > 0)))
+        return TensorStats(
+            numel=self.numel, amax=self.amax, rms=math.sqrt(self.sumsq.value / n) if n else 0.0, mean=self.mean,
+            std=math.sqrt(m2), kurtosis=kurt, zero_frac=self.zeros / self.numel if self.numel else 0.0,
+            nonfinite=self.numel - self.finite, channels=channels, outlier_channels=outliers)
+
+
+# ------------------------------------------------------------------------------------------------
+# a recipe's error
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class RecipeResult:
+    """One recipe on one tensor (metrics None when it does not apply: `skipped` says why)."""
+
+    recipe: str
+    rms_rel_err: float | None
+    sqnr_db: float | None
+    max_abs_err: float | None
+    clipped_frac: float | None
+    zero_frac: float | None
+    bits_per_element: float | None
+    skipped: str | None = None
+    # pooled over a file by `file_ranking`; not written
+    signal: float = 0.0
+    error: float = 0.0
+    clipped: int = 0
+    zeroed: int = 0
+    numel: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"recipe": self.recipe, "rms_rel_err": self.rms_rel_err, "sqnr_db": self.sqnr_db,
+                               "max_abs_err": self.max_abs_err, "clipped_frac": self.clipped_frac,
+                               "zero_frac": self.zero_frac, "bits_per_element": self.bits_per_element}
+        if self.skipped is not None:
+            out["skipped"] = self.skipped
+        return out
+
+    @classmethod
+    def not_applicable(cls, recipe: str, reason: str) -> "RecipeResult":
+        return cls(recipe, None, None, None, None, None, None, reason)
+
+
+def ratio_metrics(signal: float, error: float) -> tuple[float, float]:
+    """(RMS relative error, SQNR dB) of summed squares, by `simulations.metrics`' formula."""
+    rel, sq = _ratio_metrics(np.array([signal]), np.array([error]))
+    return float(rel[0]), float(sq[0])
+
+
+@dataclass
+class RecipeSums:
+    """Σx², Σ(x̂ − x)², max |x̂ − x|, clipped and flushed counts of one recipe, chunk by chunk."""
+
+    recipe: Recipe
+    signal: ExactSum = field(default_factory=ExactSum)
+    error: ExactSum = field(default_factory=ExactSum)
+    max_abs: float = 0.0
+    clipped: int = 0
+    zeroed: int = 0
+    numel: int = 0
+
+    def add(self, x: np.ndarray, q: QuantizedChunk, chunk: "ChunkSignal | None" = None) -> None:
+        """Rows `x` and the recipe's result on them; `chunk` is `ChunkSignal(x)`, shared by every
+        recipe of the chunk (made here when not given)."""
+        c = ChunkSignal(x) if chunk is None else chunk
+        with np.errstate(invalid="ignore", over="ignore"):
+            d = q.x_hat - c.x64
+            if c.finite is not None:
+                d = np.where(c.finite, d, 0.0)
+            self.signal.add(c.row_sumsq)
+            self.error.add((d * d).sum(axis=1))
+            if d.size:
+                self.max_abs = _nanmax(self.max_abs, float(np.abs(d).max()))
+        self.numel += x.size
+        self.clipped += int(np.count_nonzero(clipped_mask(q, self.recipe.fmt)))
+        cin = q.cast_in
+        self.zeroed += int(np.count_nonzero((cin != 0) & np.isfinite(cin) & (q.cast_out == 0)))
+
+    def result(self, bits: float) -> RecipeResult:
+        signal, error = self.signal.value, self.error.value
+        rel, sq = ratio_metrics(signal, error)
+        n = self.numel
+        return RecipeResult(self.recipe.name, rel, sq, self.max_abs, self.clipped / n if n else 0.0,
+                            self.zeroed / n if n else 0.0, bits, None, signal, error, self.clipped,
+                            self.zeroed, n)
+
+
+def scaled_magnitudes(q: QuantizedChunk) -> np.ndarray:
+    """|value| / decode scale of each element entering the cast (NaN where the scale is 0 or NaN)."""
+    s = q.decode_scales
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where((s > 0) & np.isfinite(s), np.abs(q.cast_in.astype(np.float64)) / np.where(s > 0, s, 1.0),
+                        np.nan)
+
+
+def clipped_mask(q: QuantizedChunk, fmt: Format) -> np.ndarray:
+    """Finite elements that the cast saturated (see the module docstring): `scaled_magnitudes`
+    beyond the format's edge, where the input and its scale are finite and the scale positive."""
+    s = q.decode_scales
+    cin = q.cast_in
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mag = np.abs(cin.astype(np.float64))
+        mag /= s
+    return clips(mag, fmt) & (s > 0) & np.isfinite(s) & np.isfinite(cin)
+
+
+class ChunkSignal:
+    """What every recipe's sums need from one chunk of rows: the rows as float64, the finite mask
+    (None when all are finite) and each row's Σx² over its finite elements."""
+
+    def __init__(self, x: np.ndarray) -> None:
+        self.finite = _finite_mask(x)
+        x64 = x.astype(np.float64)
+        self.x64 = x64
+        masked = x64 if self.finite is None else np.where(self.finite, x64, 0.0)
+        with np.errstate(over="ignore"):
+            self.row_sumsq = (masked * masked).sum(axis=1)
+
+
+# ------------------------------------------------------------------------------------------------
+# ranking
+# ------------------------------------------------------------------------------------------------
+
+
+def _key(r: RecipeResult) -> tuple[int, float, float, str]:
+    """Sort key: error ascending (+inf after every finite error, NaN or absent last), then bits, then name."""
+    e = r.rms_rel_err
+    bad = e is None or math.isnan(e)
+    return (1 if bad else 0, math.inf if bad or e is None else e,
+            math.inf if r.bits_per_element is None else r.bits_per_element, r.recipe)
+
+
+def rank_results(results: Sequence[RecipeResult]) -> list[str]:
+    """Names of the applicable recipes, best first (see the module docstring)."""
+    return [r.recipe for r in sorted((r for r in results if r.skipped is None), key=_key)]
+
+
+def pareto_front(results: Sequence[RecipeResult]) -> list[str]:
+    """Recipes no other beats on both bits and error (NaN errors are never on it), in rank order."""
+    ok = [r for r in results if r.skipped is None and r.rms_rel_err is not None and not math.isnan(r.rms_rel_err)]
+    front = []
+    for r in ok:
+        assert r.rms_rel_err is not None and r.bits_per_element is not None
+        dominated = any(o is not r and o.bits_per_element is not None and o.rms_rel_err is not None
+                        and o.bits_per_element <= r.bits_per_element and o.rms_rel_err <= r.rms_rel_err
+                        and (o.bits_per_element < r.bits_per_element or o.rms_rel_err < r.rms_rel_err)
+                        for o in ok)
+        if not dominated:
+            front.append(r.recipe)
+    order = rank_results(results)
+    return [n for n in order if n in front]
+
+
+def file_ranking(per_tensor: Sequence[Sequence[RecipeResult]], recipes: Sequence[str]) -> list[dict[str, Any]]:
+    """One row per recipe with its errors pooled over the tensors it applied to, best first."""
+    n_tensors = len(per_tensor)
+    pooled: list[tuple[bool, RecipeResult, int]] = []
+    for name in recipes:
+        rs = [r for results in per_tensor for r in results if r.recipe == name and r.skipped is None]
+        signal = math.fsum(r.signal for r in rs)
+        error = math.fsum(r.error for r in rs)
+        numel = sum(r.numel for r in rs)
+        rel, sq = ratio_metrics(signal, error) if rs else (float("nan"), float("nan"))
+        max_abs = 0.0
+        for r in rs:
+            max_abs = _nanmax(max_abs, float(r.max_abs_err if r.max_abs_err is not None else 0.0))
+        bits = sum((r.bits_per_element or 0.0) * r.numel for r in rs) / numel if numel else None
+        row = RecipeResult(name, rel if rs else None, sq if rs else None, max_abs if rs else None,
+                           sum(r.clipped for r in rs) / numel if numel else None,
+                           sum(r.zeroed for r in rs) / numel if numel else None, bits,
+                           None if rs else "applies to no tensor")
+        pooled.append((len(rs) == n_tensors, row, len(rs)))
+    pooled.sort(key=lambda t: (not t[0], t[1].skipped is not None, _key(t[1])))
+    front = set(pareto_front([row for complete, row, _ in pooled if complete]))
+    out = []
+    for rank, (complete, row, count) in enumerate(pooled, start=1):
+        d = row.to_dict()
+        d.update({"rank": rank, "tensors": count, "complete": complete, "pareto": row.recipe in front})
+        out.append(d)
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# one recipe in detail: histogram on a log2 axis with the format's grid, per-block error map
+# ------------------------------------------------------------------------------------------------
+
+
+def _log2_bins(values: np.ndarray) -> np.ndarray:
+    """Histogram counts of log2 of positive finite values over the fixed bins."""
+    n_bins = (LOG2_HI - LOG2_LO) * BINS_PER_BINADE
+    v = values[np.isfinite(values) & (values > 0)]
+    if not v.size:
+        return np.zeros(n_bins, np.int64)
+    idx = np.floor((np.log2(v) - LOG2_LO) * BINS_PER_BINADE).astype(np.int64)
+    return np.bincount(np.clip(idx, 0, n_bins - 1), minlength=n_bins)
+
+
+def format_grid(fmt: Format) -> tuple[list[float], str]:
+    """log2 of the positive finite values of `fmt` when it has at most 64 of them, else the powers
+    of two between its smallest and largest (with which of the two it is)."""
+    if fmt.bits <= 8:
+        codes = np.arange(1 << fmt.bits, dtype=np.uint8 if fmt.bits <= 8 else np.uint16)
+        with np.errstate(invalid="ignore"):
+            vals = formats.decode(codes, fmt).astype(np.float64)
+        pos = np.unique(vals[np.isfinite(vals) & (vals > 0)])
+        if pos.size <= 64:
+            return [float(v) for v in np.log2(pos)], "values"
+    lo = math.floor(math.log2(fmt.smallest_subnormal))
+    hi = math.floor(math.log2(fmt.max))
+    return [float(e) for e in range(lo, hi + 1)], "binades"
+
+
+def flush_edge(fmt: Format) -> float:
+    """Largest magnitude that rounds to zero under the recipe's rounding (the upper edge of code 0's
+    rounding bin, `formats.rounding_bin`)."""
+    return float(formats.rounding_bin(fmt, 0, formats.policy_for("ocp", fmt)).hi)
+
+
+@dataclass
+class RecipeDetail:
+    """The drawing data of one recipe on one tensor (computed here, drawn by the app)."""
+
+    recipe: str
+    element: str
+    # histogram of log2 |x| (the tensor itself) and of log2 of the magnitudes as the cast sees them
+    # (|x| / decode scale); `bin_lo` are the bins' left edges (log2), trimmed to the occupied range
+    bin_lo: list[float]
+    bin_width: float
+    counts_input: list[int]
+    counts_scaled: list[int]
+    zeros: int  # exact zeros (not on a log axis)
+    grid_log2: list[float]  # the element format's values (or binades), log2
+    grid_kind: str  # "values" or "binades"
+    flush_log2: float  # log2 of the flush edge: below it the cast gives 0
+    clip_log2: float  # log2 of the clip edge: beyond it the cast saturates
+    # the per-block error map: RMS relative error of each tile of the matrix view
+    tile: tuple[int, int]  # (rows, cols) of one cell
+    map_rows: int
+    map_cols: int
+    map_rel_err: list[list[float]]
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class DetailSums:
+    """Histogram counts and per-tile squared sums of one recipe, chunk by chunk."""
+
+    recipe: Recipe
+    rows: int
+    cols: int
+    tile: tuple[int, int]
+    counts_input: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    counts_scaled: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    zeros: int = 0
+    tile_signal: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+    tile_error: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+
+    def __post_init__(self) -> None:
+        th, tw = self.tile
+        n_bins = (LOG2_HI - LOG2_LO) * BINS_PER_BINADE
+        self.counts_input = np.zeros(n_bins, np.int64)
+        self.counts_scaled = np.zeros(n_bins, np.int64)
+        shape = (-(-self.rows // th), -(-self.cols // tw))
+        self.tile_signal = np.zeros(shape)
+        self.tile_error = np.zeros(shape)
+
+    def add(self, lo: int, x: np.ndarray, q: QuantizedChunk) -> None:
+        """Rows lo.. of the tensor (a chunk starting on a tile boundary)."""
+        self.counts_input += _log2_bins(np.abs(x.astype(np.float64)))
+        self.counts_scaled += _log2_bins(scaled_magnitudes(q))
+        self.zeros += int(np.count_nonzero(x == 0))
+        th, tw = self.tile
+        x64 = x.astype(np.float64)
+        with np.errstate(invalid="ignore", over="ignore"):
+            d = q.x_hat - x64
+        col_starts = np.arange(0, self.cols, tw)
+        row_starts = np.arange(0, x.shape[0], th)
+        sig = np.add.reduceat(np.add.reduceat(x64 * x64, col_starts, axis=1), row_starts, axis=0)
+        err = np.add.reduceat(np.add.reduceat(d * d, col_starts, axis=1), row_starts, axis=0)
+        r0 = lo // th
+        self.tile_signal[r0:r0 + sig.shape[0]] += sig
+        self.tile_error[r0:r0 + err.shape[0]] += err
+
+    def result(self) -> RecipeDetail:
+        fmt = self.recipe.fmt
+        grid, kind = format_grid(fmt)
+        flush, clip = flush_edge(fmt), overflow_threshold(fmt)[0]
+        occupied = np.nonzero(self.counts_input + self.counts_scaled)[0]
+        width = 1.0 / BINS_PER_BINADE
+        lo_edge = math.log2(flush) if flush > 0 else math.log2(fmt.smallest_subnormal) - 1
+        lo_bin = int((math.floor(lo_edge) - 1 - LOG2_LO) * BINS_PER_BINADE)
+        hi_bin = int((math.ceil(math.log2(clip)) + 1 - LOG2_LO) * BINS_PER_BINADE)
+        if occupied.size:
+            lo_bin = min(lo_bin, int(occupied[0]))
+            hi_bin = max(hi_bin, int(occupied[-1]) + 1)
+        n_bins = (LOG2_HI - LOG2_LO) * BINS_PER_BINADE
+        lo_bin, hi_bin = max(0, lo_bin), min(n_bins, hi_bin)
+        rel, _ = _ratio_metrics(self.tile_signal.reshape(-1), self.tile_error.reshape(-1))
+        rel = rel.reshape(self.tile_signal.shape)
+        map_rows, map_cols = (int(n) for n in self.tile_signal.shape)
+        return RecipeDetail(
+            recipe=self.recipe.name, element=fmt.name,
+            bin_lo=[LOG2_LO + i * width for i in range(lo_bin, hi_bin)], bin_width=width,
+            counts_input=[int(c) for c in self.counts_input[lo_bin:hi_bin]],
+            counts_scaled=[int(c) for c in self.counts_scaled[lo_bin:hi_bin]], zeros=self.zeros,
+            grid_log2=grid, grid_kind=kind, flush_log2=math.log2(flush) if flush > 0 else -math.inf,
+            clip_log2=math.log2(clip), tile=self.tile, map_rows=map_rows, map_cols=map_cols,
+            map_rel_err=[[float(v) for v in row] for row in rel])
+
+
+def map_tile(recipe: Recipe, rows: int, cols: int) -> tuple[int, int]:
+    """The error map's cell: the recipe's scale block (1 × 32 for recipes without one), grown by
+    whole blocks until the map has at most MAP_CELLS cells along each axis."""
+    br, bc = recipe.block
+    if br == 0 or (br, bc) == (1, 1):
+        br, bc = 1, min(32, cols)
+    th = br * max(1, -(-rows // (br * MAP_CELLS)))
+    tw = bc * max(1, -(-cols // (bc * MAP_CELLS)))
+    return th, tw

@@ -1,0 +1,336 @@
+"""Running the recipe lab: each tensor through each recipe in row chunks, tensors mapped over any
+`concurrent.futures.Executor`, and the report (strict JSON, CSV, summary lines).
+
+One tensor (`analyze_rows`) takes two passes over its rows, `chunk_elements` elements at a time
+(rounded to whole rows, and to multiples of 16 rows when a recipe has 16×16 tiles): the first
+measures the statistics' sums and the whole-tensor amaxes some recipes need (`recipes.GlobalAmax`),
+the second quantizes each chunk with every applicable recipe and accumulates the error sums
+(`measure`). Memory therefore stays at about one chunk's working set (≈ 100 bytes per element of a
+chunk at the peak, for the float64 temporaries of one recipe) plus what the reader maps: rows read
+from `.npy` / `.safetensors` files are copied chunk by chunk, a `.npz` member is loaded whole, a
+state dict's storage is memory-mapped. A 1-D tensor is one row, so it is one chunk.
+
+Tensors are independent, so `analyze` maps `analyze_task` over them with the executor it is given:
+None runs them one after the other in this process; a `ProcessPoolExecutor` (`lowprec analyze
+--workers N`) or a Dask `distributed` client's executor (`--scheduler ADDRESS`, the
+`lowprec[cluster]` extra; every worker must see the files at the same paths) run them elsewhere. A
+task is a `TensorTask` (the file, the tensor's name and where its bytes are, the recipes): each
+worker opens the file itself and returns a small `TensorReport`, and `executor.map` keeps the order,
+so every executor gives a report identical to the serial one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import math
+from concurrent.futures import Executor
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Sequence
+
+import numpy as np
+
+from .measure import (
+    ChunkSignal,
+    DetailSums,
+    RecipeDetail,
+    RecipeResult,
+    RecipeSums,
+    StatsSums,
+    TensorStats,
+    file_ranking,
+    map_tile,
+    pareto_front,
+    rank_results,
+)
+from .readers import Inventory, RowSource, Skipped, TensorRef, array_source, iter_chunks, open_rows, scan
+from .recipes import GlobalAmax, Recipe, parse_recipes, quantize_chunk
+
+__all__ = ["CHUNK_ELEMENTS", "LabReport", "TensorReport", "TensorTask", "analyze", "analyze_arrays",
+           "analyze_rows", "analyze_task", "open_executor", "rows_per_chunk"]
+
+CHUNK_ELEMENTS = 1 << 20  # elements per chunk (rounded to whole rows)
+
+ProgressFn = Callable[[int, int], None]
+
+
+@dataclass
+class TensorReport:
+    """One tensor: where it is, its statistics, each recipe's result, the ranking."""
+
+    name: str
+    file: str
+    shape: tuple[int, ...]
+    dtype: str
+    stats: TensorStats
+    results: list[RecipeResult]
+    ranking: list[str]  # applicable recipes, best first
+    pareto: list[str]  # the recipes on the error/bits Pareto front, in rank order
+    detail: RecipeDetail | None = None  # one recipe's drawing data, when asked (the widget)
+
+    def result(self, recipe: str) -> RecipeResult:
+        for r in self.results:
+            if r.recipe == recipe:
+                return r
+        raise ValueError(f"tensor {self.name!r} has no result for recipe {recipe!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "file": self.file, "shape": list(self.shape), "dtype": self.dtype,
+                "stats": self.stats.to_dict(), "results": [r.to_dict() for r in self.results],
+                "ranking": self.ranking, "pareto": self.pareto}
+
+
+@dataclass(frozen=True)
+class TensorTask:
+    """What a worker needs to analyse one tensor (picklable, small)."""
+
+    ref: TensorRef
+    recipes: tuple[Recipe, ...]
+    chunk_elements: int = CHUNK_ELEMENTS
+    detail: str | None = None  # a recipe name whose `RecipeDetail` to compute
+
+
+def rows_per_chunk(cols: int, recipes: Sequence[Recipe], chunk_elements: int, tile_rows: int = 1) -> int:
+    """Rows per chunk: about `chunk_elements` elements, a multiple of every recipe's row multiple
+    (16 for 16×16 tiles) and of the detail map's tile height."""
+    m = math.lcm(tile_rows, *(r.row_multiple for r in recipes)) if recipes else tile_rows
+    return max(m, (max(1, chunk_elements) // max(1, cols)) // m * m)
+
+
+def analyze_rows(ref: TensorRef, source: RowSource, recipes: Sequence[Recipe],
+                 chunk_elements: int = CHUNK_ELEMENTS, detail: str | None = None) -> TensorReport:
+    """Statistics and every recipe's result for one tensor (see the module docstring)."""
+    rows, cols = source.rows, source.cols
+    reasons = {r.name: r.check(ref.shape) for r in recipes}
+    active = [r for r in recipes if reasons[r.name] is None]
+    detail_recipe = next((r for r in active if r.name == detail), None)
+    if detail is not None and detail_recipe is None:
+        known = {r.name for r in recipes}
+        why = reasons.get(detail) if detail in known else "it is not among the recipes run"
+        raise ValueError(f"recipe {detail!r} cannot be drawn for tensor {ref.label!r}: {why}")
+    tile = map_tile(detail_recipe, rows, cols) if detail_recipe is not None else (1, 1)
+    step = rows_per_chunk(cols, active, chunk_elements, tile[0])
+    stats = StatsSums(cols=cols, has_channels=len(ref.shape) >= 2)
+    amax = GlobalAmax()
+    for lo, hi in iter_chunks(rows, step):
+        x = source.read(lo, hi)
+        stats.add_first(x)
+        for r in active:
+            amax.add(r, x)
+    sums = {r.name: RecipeSums(r) for r in active}
+    dsums = DetailSums(detail_recipe, rows, cols, tile) if detail_recipe is not None else None
+    for lo, hi in iter_chunks(rows, step):
+        x = source.read(lo, hi)
+        stats.add_second(x)
+        chunk = ChunkSignal(x)
+        for r in active:
+            q = quantize_chunk(r, x, amax)
+            sums[r.name].add(x, q, chunk)
+            if dsums is not None and r is detail_recipe:
+                dsums.add(lo, x, q)
+            del q
+    results = []
+    for r in recipes:
+        reason = reasons[r.name]
+        results.append(RecipeResult.not_applicable(r.name, reason) if reason is not None
+                       else sums[r.name].result(r.bits_per_element(ref.shape)))
+    return TensorReport(ref.label, ref.path, ref.shape, ref.dtype, stats.result(), results, rank_results(results),
+                        pareto_front(results), dsums.result() if dsums is not None else None)
+
+
+def analyze_task(task: TensorTask) -> TensorReport:
+    """A worker's job: open the tensor's file and analyse it."""
+    return analyze_rows(task.ref, open_rows(task.ref), task.recipes, task.chunk_elements, task.detail)
+
+
+# ------------------------------------------------------------------------------------------------
+# many tensors
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class LabReport:
+    """Every tensor of some files under some recipes."""
+
+    files: list[str]
+    recipes: tuple[Recipe, ...]
+    tensors: list[TensorReport]
+    skipped: list[Skipped] = field(default_factory=list)
+
+    @property
+    def ranking(self) -> list[dict[str, Any]]:
+        """The recipes over the whole file(s), best first (`measure.file_ranking`)."""
+        return file_ranking([t.results for t in self.tensors], [r.name for r in self.recipes])
+
+    def tensor(self, name: str) -> TensorReport:
+        for t in self.tensors:
+            if t.name == name:
+                return t
+        raise ValueError(f"no tensor {name!r}; tensors: {', '.join(t.name for t in self.tensors)}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"files": self.files, "recipes": [r.to_dict() for r in self.recipes],
+                "tensors": [t.to_dict() for t in self.tensors], "skipped": [s.to_dict() for s in self.skipped],
+                "ranking": self.ranking}
+
+    def to_csv(self) -> str:
+        """One row per tensor × recipe (non-finite numbers spelled nan / inf / -inf, absent ones empty)."""
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        cols = ["rms_rel_err", "sqnr_db", "max_abs_err", "clipped_frac", "zero_frac", "bits_per_element"]
+        w.writerow(["file", "tensor", "shape", "dtype", "recipe", "rank", *cols, "skipped"])
+        for t in self.tensors:
+            ranks = {name: i + 1 for i, name in enumerate(t.ranking)}
+            for r in t.results:
+                values = [_csv_number(getattr(r, c)) for c in cols]
+                w.writerow([t.file, t.name, "x".join(str(s) for s in t.shape), t.dtype, r.recipe,
+                            ranks.get(r.recipe, ""), *values, r.skipped or ""])
+        return buf.getvalue()
+
+    def summary_lines(self) -> list[str]:
+        lines = [f"{len(self.files)} file(s): {len(self.tensors)} tensor(s) analysed, {len(self.skipped)} skipped, "
+                 f"{len(self.recipes)} recipe(s)"]
+        for s in self.skipped:
+            lines.append(f"  skipped {s.name or s.path}: {s.reason}")
+        if self.tensors:
+            lines.append("ranking over every tensor (pooled RMS relative error ‖x̂ − x‖ / ‖x‖):")
+            for row in self.ranking:
+                if row["rms_rel_err"] is None:
+                    lines.append(f"  {row['rank']:>2}. {row['recipe']:<22} applies to no tensor")
+                    continue
+                note = "" if row["complete"] else f"  (applies to {row['tensors']} of {len(self.tensors)} tensors)"
+                front = " *" if row["pareto"] else ""
+                lines.append(f"  {row['rank']:>2}. {row['recipe']:<22} {row['rms_rel_err']:.3e}  SQNR "
+                             f"{row['sqnr_db']:6.2f} dB  {row['bits_per_element']:.4g} bits{front}{note}")
+            lines.append("  (* on the Pareto front: no recipe has both fewer bits and a smaller error)")
+        for t in self.tensors:
+            best = t.ranking[0] if t.ranking else "none applies"
+            lines.append(f"{t.name} {list(t.shape)} {t.dtype}: best {best}; Pareto front {', '.join(t.pareto)}")
+        return lines
+
+
+def _csv_number(v: Any) -> str:
+    if v is None:
+        return ""
+    f = float(v)
+    if math.isnan(f):
+        return "nan"
+    if math.isinf(f):
+        return "inf" if f > 0 else "-inf"
+    return repr(f)
+
+
+def _run(tasks: Sequence[TensorTask], executor: Executor | None, progress: ProgressFn | None) -> list[TensorReport]:
+    n = len(tasks)
+    out: list[TensorReport] = []
+    if progress is not None:
+        progress(0, n)
+    results: Iterator[TensorReport] = (map(analyze_task, tasks) if executor is None
+                                       else executor.map(analyze_task, tasks))
+    for report in results:
+        out.append(report)
+        if progress is not None:
+            progress(len(out), n)
+    return out
+
+
+def analyze(paths: Sequence[str] | Inventory, recipes: str | Sequence[str] | Sequence[Recipe] | None = None, *,
+            executor: Executor | None = None, progress: ProgressFn | None = None,
+            chunk_elements: int = CHUNK_ELEMENTS) -> LabReport:
+    """Every float tensor of the files `paths` names (files, globs, directories, a shard index)
+    through `recipes` (names, `default`, `all`; default DEFAULT_RECIPES), mapped over `executor`
+    (None: serially, here). Unreadable files raise `readers.LabReadError` before any work."""
+    chosen = _recipes(recipes)
+    inv = paths if isinstance(paths, Inventory) else scan(paths)
+    skipped = list(inv.skipped)
+    refs = []
+    for ref in inv.tensors:
+        if ref.numel == 0:
+            skipped.append(Skipped(ref.path, ref.name, "empty tensor (no elements)", ref.shape, ref.dtype))
+        else:
+            refs.append(ref)
+    tasks = [TensorTask(ref, chosen, chunk_elements) for ref in refs]
+    return LabReport(list(inv.files), chosen, _run(tasks, executor, progress), skipped)
+
+
+def _recipes(recipes: str | Sequence[str] | Sequence[Recipe] | None) -> tuple[Recipe, ...]:
+    if recipes is not None and not isinstance(recipes, str) and all(isinstance(r, Recipe) for r in recipes):
+        return tuple(r for r in recipes if isinstance(r, Recipe))
+    return parse_recipes(recipes)  # type: ignore[arg-type]
+
+
+def analyze_arrays(arrays: dict[str, Any], recipes: str | Sequence[str] | Sequence[Recipe] | None = None, *,
+                   detail: tuple[str, str] | None = None, chunk_elements: int = CHUNK_ELEMENTS,
+                   label: str = "") -> LabReport:
+    """The lab on in-memory arrays (the widget's samples, tests), serially; `detail` = (tensor,
+    recipe) adds that recipe's drawing data to that tensor's report. Non-float arrays are skipped."""
+    chosen = _recipes(recipes)
+    reports, skipped = [], []
+    for name, arr in arrays.items():
+        try:
+            ref, source = array_source(arr, name)
+        except ValueError as exc:
+            skipped.append(Skipped(label, name, str(exc).split(": ", 1)[-1]))
+            continue
+        if ref.numel == 0:
+            skipped.append(Skipped(label, name, "empty tensor (no elements)", ref.shape, ref.dtype))
+            continue
+        ref = TensorRef(label, ref.name, ref.kind, ref.shape, ref.dtype, ref.offset)
+        want = detail[1] if detail is not None and detail[0] == name else None
+        reports.append(analyze_rows(ref, source, chosen, chunk_elements, want))
+    return LabReport([label] if label else [], chosen, reports, skipped)
+
+
+def tensor_detail(ref: TensorRef, recipe: str | Recipe, source: RowSource | None = None,
+                  chunk_elements: int = CHUNK_ELEMENTS) -> TensorReport:
+    """One tensor under one recipe with its drawing data (`TensorReport.detail`)."""
+    chosen = _recipes([recipe] if isinstance(recipe, Recipe) else recipe)
+    src = source if source is not None else open_rows(ref)
+    return analyze_rows(ref, src, chosen, chunk_elements, chosen[0].name)
+
+
+# ------------------------------------------------------------------------------------------------
+# executors
+# ------------------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def open_executor(workers: int = 1, scheduler: str | None = None,
+                  timeout_s: float = 20.0) -> Iterator[Executor | None]:
+    """The executor `lowprec analyze` maps tensors over: a Dask distributed client's executor when
+    `scheduler` names one (needs `lowprec[cluster]`; ValueError when it does not answer within
+    `timeout_s` seconds), else a process pool of `workers` processes
+    (spawned: a clean interpreter each), or None (this process) for one worker."""
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be a positive integer, got {workers!r}")
+    if scheduler:
+        from distributed import Client
+
+        try:
+            client = Client(scheduler, timeout=f"{timeout_s}s", set_as_default=False)
+        except OSError as exc:
+            raise ValueError(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from None
+        try:
+            yield client.get_executor(pure=False)
+        finally:
+            client.close()
+        return
+    if workers == 1:
+        yield None
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        yield pool
+
+
+def stats_array(report: LabReport, column: str) -> np.ndarray:
+    """One metric of every tensor × recipe as a (tensors, recipes) float array (NaN where absent)."""
+    out = np.full((len(report.tensors), len(report.recipes)), np.nan)
+    for i, t in enumerate(report.tensors):
+        for j, r in enumerate(t.results):
+            v = getattr(r, column)
+            out[i, j] = np.nan if v is None else float(v)
+    return out

@@ -1,0 +1,78 @@
+"""Generated sample tensors for the recipe lab: small, seeded, with the features real tensors bring
+(outlier channels, outlier features, heavy tails), so the widget and the lesson have something real
+to look at without shipping binary files. Each is made from `numpy.random.default_rng(seed)`:
+
+- `weight` — an LLM-like linear weight (out 256 × in 512) stored as BF16: Student-t values with 5
+  degrees of freedom scaled to a standard deviation of 0.02 (the usual initialisation width), and
+  four input channels (columns 17, 101, 300, 451) multiplied by 16, the few large channels that
+  trained LLM weights show next to outlier activation features.
+- `activation` — an activation entering a linear layer (512 tokens × 256 features), FP32: standard
+  normal values, each token (row) scaled by a log-normal factor (σ 0.3), and three outlier features
+  (columns 7, 64, 200) carrying values around ±60 (the systematic outlier features of LLM.int8(),
+  Dettmers et al. 2022, which appear in every token).
+- `gradient` — a weight gradient (256 × 512), FP32: Student-t values with 2 degrees of freedom
+  (infinite variance: a heavy tail) scaled by 1e-5, so most values are tiny and a few are large, as
+  in late training.
+
+`SAMPLES` maps each name to a function returning {tensor name: array}; `layer` holds all three, as
+one file of a checkpoint would.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import ml_dtypes
+import numpy as np
+
+__all__ = ["SAMPLES", "SAMPLES_DOC", "SAMPLE_SEED", "sample"]
+
+SAMPLE_SEED = 2025
+WEIGHT_OUTLIER_COLUMNS = (17, 101, 300, 451)
+ACTIVATION_OUTLIER_FEATURES = (7, 64, 200)
+
+
+def weight(seed: int = SAMPLE_SEED) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    t = rng.standard_t(5, size=(256, 512))
+    w = t / np.sqrt(5 / 3) * 0.02  # Student-t(5) has variance 5/3
+    w[:, list(WEIGHT_OUTLIER_COLUMNS)] *= 16
+    return w.astype(np.float32).astype(ml_dtypes.bfloat16)
+
+
+def activation(seed: int = SAMPLE_SEED + 1) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((512, 256)) * rng.lognormal(0.0, 0.3, size=(512, 1))
+    for c in ACTIVATION_OUTLIER_FEATURES:
+        a[:, c] = rng.choice([-1.0, 1.0]) * rng.normal(60.0, 5.0, size=512)
+    return a.astype(np.float32)
+
+
+def gradient(seed: int = SAMPLE_SEED + 2) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return (rng.standard_t(2, size=(256, 512)) * 1e-5).astype(np.float32)
+
+
+#: how each sample was made, in one paragraph for pages (the module docstring has the detail)
+SAMPLES_DOC = (
+    "Samples (generated, seeded): **weight** — 256 × 512 BF16, Student-t (5 dof) values of standard "
+    "deviation 0.02 with four input channels ×16 (outlier channels); **activation** — 512 tokens × 256 "
+    "features FP32, normal values scaled per token by a log-normal factor, three features near ±60 "
+    "(outlier features, as LLM.int8() reports); **gradient** — 256 × 512 FP32, Student-t with 2 dof × 1e-5 "
+    "(heavy tails); **layer** — all three."
+)
+
+SAMPLES: dict[str, Callable[[], dict[str, np.ndarray]]] = {
+    "layer": lambda: {"mlp.up_proj.weight": weight(), "mlp.up_proj.input": activation(),
+                      "mlp.up_proj.weight.grad": gradient()},
+    "weight": lambda: {"mlp.up_proj.weight": weight()},
+    "activation": lambda: {"mlp.up_proj.input": activation()},
+    "gradient": lambda: {"mlp.up_proj.weight.grad": gradient()},
+}
+
+
+def sample(name: str) -> dict[str, np.ndarray]:
+    """The sample called `name` (a key of SAMPLES): {tensor name: array}."""
+    if name not in SAMPLES:
+        raise ValueError(f"unknown sample {name!r}; samples: {', '.join(SAMPLES)}")
+    return SAMPLES[name]()

@@ -1,0 +1,154 @@
+"""The recipe lab as the RecipeLab widget uses it: its parameters declared once (`LabConfig`), the
+tensors it works on (`LabInput`: a generated sample, or a file the user uploaded), and one run
+(`run_lab` → `LabView`: the table's report for every tensor × recipe, plus one tensor under one
+recipe in detail — its log-magnitude histogram, the format's grid, the flush and clip edges and the
+per-block error map). The widget draws a `LabView` and computes nothing itself.
+
+An upload arrives as bytes with the browser's file name. `upload_input` refuses anything over
+`UPLOAD_LIMIT_BYTES` (200 MB, the limit the page shows) or with a suffix the readers do not know,
+writes the bytes to a private temporary folder under the name's suffix only (the user's name is
+never a path here), reads it with `readers.scan` (so the same checks apply as to `lowprec analyze`:
+no pickle executed, torch files through `torch.load(weights_only=True)`), loads every float tensor
+into memory (at most `UPLOAD_LIMIT_ELEMENTS` elements in all) and deletes the folder. Errors are
+`ValueError`s whose text names the file by its base name.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import PurePath
+from typing import Any
+
+import numpy as np
+
+from lowprec.config import ConfigError, config_record, knob
+
+from .measure import RecipeDetail
+from .readers import SUFFIXES, LabReadError, Skipped, open_rows, scan
+from .recipes import ALL, DEFAULT, RECIPES, parse_recipes
+from .runner import LabReport, TensorReport, analyze_arrays
+from .samples import SAMPLES, sample
+
+__all__ = ["LabConfig", "LabInput", "LabView", "UPLOAD_LIMIT_BYTES", "UPLOAD_LIMIT_ELEMENTS", "run_lab",
+           "sample_input", "upload_input"]
+
+#: the largest upload the widget accepts (the page states it above the drop area)
+UPLOAD_LIMIT_BYTES = 200 * 1000 * 1000
+#: float tensors of an upload are held in memory as float32: at most this many elements in all
+UPLOAD_LIMIT_ELEMENTS = 100 * 1000 * 1000
+RECIPE_SETS = (DEFAULT, ALL)
+
+
+@config_record
+class LabConfig:
+    """The RecipeLab widget's parameters (see the module docstring)."""
+
+    sample: str = knob("layer", "bundled sample analysed when no file is uploaded: an LLM-like weight with outlier "
+                       "channels, an activation with outlier features, a heavy-tailed gradient, or all three",
+                       choices=tuple(SAMPLES))
+    recipes: str = knob(DEFAULT, "recipes in the table: the default set (one of each kind) or every recipe",
+                        choices=RECIPE_SETS)
+    tensor: str = knob("", "tensor drawn in detail (empty: the first)")
+    recipe: str = knob("nvfp4", "recipe drawn in detail: histogram with its grid, clip and flush edges, error map",
+                       choices=tuple(RECIPES))
+
+
+@dataclass
+class LabInput:
+    """The tensors the lab works on: a sample or an uploaded file's float tensors (in memory)."""
+
+    label: str  # "sample layer" or the uploaded file's base name
+    arrays: dict[str, np.ndarray]
+    skipped: list[Skipped] = field(default_factory=list)
+
+
+@dataclass
+class LabView:
+    """What the widget shows for one input and one config."""
+
+    input_label: str
+    report: LabReport  # every tensor × the chosen recipes
+    tensor: str  # the tensor drawn in detail
+    detail: RecipeDetail | None  # None when the detail recipe does not apply to it
+    detail_report: TensorReport | None  # that tensor under the detail recipe alone
+    note: str  # why there is no detail, or ""
+
+
+def sample_input(name: str) -> LabInput:
+    """A bundled sample (`samples.SAMPLES`) as the lab's input."""
+    return LabInput(f"sample {name}", sample(name))
+
+
+def upload_input(filename: str, data: bytes, limit_bytes: int = UPLOAD_LIMIT_BYTES,
+                 limit_elements: int = UPLOAD_LIMIT_ELEMENTS) -> LabInput:
+    """The float tensors of an uploaded file (see the module docstring)."""
+    if not isinstance(filename, str):
+        raise TypeError(f"the file name must be text, got {type(filename).__name__}")
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise TypeError(f"{filename}: the file's content must be bytes, got {type(data).__name__}")
+    base = PurePath(filename.replace("\\", "/")).name or "upload"
+    suffix = PurePath(base).suffix.lower()
+    if suffix not in SUFFIXES:
+        raise ValueError(f"{base}: unsupported file type {suffix or '(no suffix)'!r}; the lab reads "
+                         f"{', '.join(sorted(SUFFIXES))}")
+    size = len(data)
+    if size > limit_bytes:
+        raise ValueError(f"{base}: {size / 1e6:.1f} MB is over the {limit_bytes / 1e6:.0f} MB upload limit; "
+                         f"run `lowprec analyze {base}` on your machine instead")
+    with tempfile.TemporaryDirectory(prefix="lowprec-lab-") as folder:
+        path = os.path.join(folder, f"upload{suffix}")
+        with open(path, "wb") as fh:
+            fh.write(data)
+        try:
+            inv = scan([path])
+            total = sum(ref.numel for ref in inv.tensors)
+            if total > limit_elements:
+                raise ValueError(f"{base}: {total} float elements is over the {limit_elements} the page analyses; "
+                                 f"run `lowprec analyze {base}` on your machine instead")
+            arrays: dict[str, np.ndarray] = {}
+            for ref in inv.tensors:
+                src = open_rows(ref)
+                arrays[ref.name or base] = src.read(0, src.rows).reshape(ref.shape)
+        except LabReadError as exc:
+            raise ValueError(str(exc).replace(path, base)) from None
+    skipped = [Skipped(base, s.name, s.reason, s.shape, s.dtype) for s in inv.skipped]
+    return LabInput(base, arrays, skipped)
+
+
+def run_lab(inp: LabInput, config: LabConfig) -> LabView:
+    """The table for every tensor of `inp` under `config.recipes`, and `config.tensor` (the first
+    when empty) under `config.recipe` in detail. ValueError for a tensor name the input lacks."""
+    if not isinstance(config, LabConfig):
+        raise TypeError(f"config must be a LabConfig, got {type(config).__name__}")
+    report = analyze_arrays(inp.arrays, parse_recipes(config.recipes), label=inp.label)
+    report.skipped[:0] = inp.skipped
+    names = [t.name for t in report.tensors]
+    if not names:
+        return LabView(inp.label, report, "", None, None, f"{inp.label} holds no float tensor the lab analyses")
+    tensor = config.tensor or names[0]
+    if tensor not in names:
+        raise ConfigError("tensor", f"{inp.label} has no tensor {tensor!r}; tensors: {', '.join(names)}")
+    recipe = RECIPES[config.recipe]
+    why = recipe.check(inp.arrays[tensor].shape)
+    if why is not None:
+        return LabView(inp.label, report, tensor, None, None, f"{recipe.name} does not apply to {tensor}: {why}")
+    one = analyze_arrays({tensor: inp.arrays[tensor]}, [recipe], detail=(tensor, recipe.name), label=inp.label)
+    detail_report = one.tensors[0]
+    return LabView(inp.label, report, tensor, detail_report.detail, detail_report, "")
+
+
+def tensor_names(view: LabView) -> list[str]:
+    """The tensors of a view, in order (the widget's choices for `tensor`)."""
+    return [t.name for t in view.report.tensors]
+
+
+def describe(view: LabView) -> dict[str, Any]:
+    """Plain facts the widget prints under the table: counts and the file-wide winner."""
+    ranking = view.report.ranking
+    best = next((r for r in ranking if r["rms_rel_err"] is not None), None)
+    return {"input": view.input_label, "tensors": len(view.report.tensors), "skipped": len(view.report.skipped),
+            "recipes": len(view.report.recipes), "best": None if best is None else best["recipe"],
+            "best_rms_rel_err": None if best is None else best["rms_rel_err"],
+            "best_bits": None if best is None else best["bits_per_element"]}
