@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from lowprec import formats
-from lowprec.formats import CastPolicy, FloatFormat
+from lowprec.formats import CastPolicy, FloatFormat, codec
 
 from ._blockwise import (
     amax_bits,
@@ -39,8 +39,10 @@ from ._blockwise import (
     scratch,
 )
 from .block_conventions import (
+    BlockConvention,
     ElementCast,
     MXElementScaling,
+    MXRule,
     MXScale,
     cast_elements,
     element_policy,
@@ -191,9 +193,25 @@ def quantize_mx(
         scale_codes[lo:hi] = sc
 
     inf_pattern = inf_bits(arr.dtype)
-    map_chunks(nb, work_exact if exact else work_float32)
+    compiled = _compiled(blocks, f, pol, conv, mxr, rngs)
+    if compiled is not None:
+        codes, scale_codes = compiled
+    else:
+        map_chunks(nb, work_exact if exact else work_float32)
     return MXTensor(g.from_groups(codes, shape), scale_layout(scale_codes, g, shape), f, bs, axis, mxr.rule, pol,
                     str(arr.dtype), conv.name)
+
+
+def _compiled(blocks: np.ndarray, f: FloatFormat, pol: CastPolicy, conv: BlockConvention, mxr: MXRule,
+              rngs: list[np.random.Generator] | None) -> tuple[np.ndarray, np.ndarray] | None:
+    """The compiled twin's (codes, scale codes) where the codec switch selects the compiled path and
+    it has a kernel for the case; None: run the numpy reference."""
+    n = blocks.size
+    if codec.compiled_kernels_for(n) is None or n == 0:
+        return None
+    from ._block_kernels import quantize_mx_compiled  # imports numba: only on the compiled path
+
+    return quantize_mx_compiled(blocks, f, pol, conv, mxr, rngs, codec.threads_for(n))
 
 
 def mx_scale_rule_table(amax: float = 957.0, elem_format: str = "E4M3FN") -> list[dict[str, Any]]:
