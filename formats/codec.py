@@ -159,6 +159,12 @@ def _compiled_for(n: int) -> ModuleType | None:
     return compiled_kernels()
 
 
+def check_policy(fmt: Format, policy: CastPolicy) -> None:
+    """ValueError where `policy` cannot apply to `fmt` (as `encode` checks it), for compiled twins
+    that cast without calling `encode`."""
+    _check_policy(fmt, policy)
+
+
 def compiled_kernels_for(n: int) -> ModuleType | None:
     """The compiled kernels when the codec switch sends an array of n elements to the compiled path
     (for compiled twins of numpy code outside the codec, e.g. the block quantizers); else None."""

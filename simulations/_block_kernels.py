@@ -41,7 +41,7 @@ import numpy as np
 
 from lowprec.formats import CastPolicy, FloatFormat, Rounding
 from lowprec.formats import _kernels as K
-from lowprec.formats.codec import map_on_threads
+from lowprec.formats.codec import check_policy, map_on_threads
 from lowprec.formats.philox import stochastic_key
 
 from ._blockwise import CHUNK_BLOCKS
@@ -339,6 +339,7 @@ def quantize_mx_compiled(blocks: np.ndarray, elem: FloatFormat, pol: CastPolicy,
     """(codes, scale codes) of `blocks` (n_blocks × block_size, float32/float64) as the numpy path
     of `quantize_mx` computes them, or None when the kernel cannot (no kernel for the element cast,
     or the policy refuses an element: the caller runs the reference, which raises its error)."""
+    check_policy(elem, pol)  # as the reference's `encode` does
     kernel = mx_block_kernel(elem, pol, conv, mxr, blocks.dtype)
     if kernel is None:
         return None
