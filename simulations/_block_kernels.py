@@ -78,7 +78,7 @@ _F32_ZERO = np.float32(0.0)
 
 
 @K._inline  # type: ignore[misc]
-def _scale_exact(amax: Any, q: Any, emax: int, thr: int) -> int:
+def _scale_exact(amax: Any, q: Any, emax: Any, thr: Any) -> Any:
     """EXACT: X = e − emax + (fraction ≥ thr), clamped to [−127, 127] (amax 0: −127); NaN/Inf: 0xFF."""
     if amax >= q.inf_bits:
         return 0xFF
@@ -99,7 +99,7 @@ def _scale_exact(amax: Any, q: Any, emax: int, thr: int) -> int:
 
 
 @K._inline  # type: ignore[misc]
-def _scale_exponent_field(b: Any, emax: int, rule: int, m: int) -> int:
+def _scale_exponent_field(b: Any, emax: Any, rule: Any, m: Any) -> Any:
     """EXPONENT_FIELD (torchao floor / ceil / even) of float32 amax bits b."""
     if b > np.uint32(0x7F800000):
         return 0xFF
@@ -113,7 +113,7 @@ def _scale_exponent_field(b: Any, emax: int, rule: int, m: int) -> int:
 
 
 @K._inline  # type: ignore[misc]
-def _scale_float32_log2(b: Any, max_elem: Any, base: Any, thr: Any) -> int:
+def _scale_float32_log2(b: Any, max_elem: Any, base: Any, thr: Any) -> Any:
     """FLOAT32_LOG2 (torchao rceil): d = fl32(amax / max_elem); table lookup by d's binade."""
     d = K._float_of(b, _F32_ZERO) / max_elem
     db = K._bits_of(d)
@@ -126,7 +126,7 @@ def _scale_float32_log2(b: Any, max_elem: Any, base: Any, thr: Any) -> int:
 
 
 @K._inline  # type: ignore[misc]
-def _scale_reciprocal_round_up(b: Any, recip: Any) -> int:
+def _scale_reciprocal_round_up(b: Any, recip: Any) -> Any:
     """RECIPROCAL_ROUND_UP (Transformer Engine float_to_e8m0) of d = fl32(amax · fl32(1/max_elem))."""
     d = K._float_of(b, _F32_ZERO) * recip
     db = K._bits_of(d)
