@@ -374,9 +374,10 @@ def _round_e8m0_exponent_field(a: Any, p: Any, U: Any) -> Any:
     after rounding the mantissa into it (add a constant per mode, nearest-even adding the field's
     last bit, then shift); a subnormal above 2^-127 gives 2^-126 (code 1), any other 2^-127 (0)."""
     e_raw = U(a >> p.p)
-    code = U(U(U(a + p.e8m0_add) + U(e_raw & p.e8m0_lsb)) >> p.p)
-    if e_raw == p.zero:
-        code = U(a > U(p.hid >> p.one))
+    # a subnormal's rule (code 1 iff a > 2^22) is the same add-and-shift with the add 2^22 - 1:
+    # selecting the add, not the code, keeps one shift and lets LLVM narrow the codes with packs
+    add = U(U(p.hid >> p.one) - p.one) if e_raw == p.zero else U(p.e8m0_add + U(e_raw & p.e8m0_lsb))
+    code = U(U(a + add) >> p.p)
     over = code > p.maxc
     if over:
         code = p.over_code
@@ -558,11 +559,14 @@ def _float_loops(plan: Any, U: Any, OUT: Any) -> Callable[..., int]:
     disk cache keys it by their values. Deterministic and stochastic kernels are separate closures,
     so a deterministic one never carries (or compiles) the Philox code."""
 
+    out_mask = U(np.iinfo(OUT).max)  # codes fit the output type; the mask tells LLVM so, which
+    # lets it narrow a vector of 32-bit codes with packs instead of element-by-element inserts
+
     def deterministic(x: Any, out: Any, lo: int, hi: int, key0: int, key1: int) -> int:
         any_refused = False
         for i in range(lo, hi):
             code, refused = _float_elem(_load(x, i, plan), _load_a32(x, i, plan), _U32(0), plan, U)
-            out[np.uint64(i)] = OUT(code)
+            out[np.uint64(i)] = OUT(code & out_mask)
             any_refused |= refused
         return _first_refused(x, lo, hi, plan, U) if any_refused else -1
 
