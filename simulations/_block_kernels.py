@@ -186,11 +186,11 @@ def _mx_loops(q: Any, ep: Any, U: Any) -> Callable[..., int]:
             amax = q.u_zero
             if ignore_nan:
                 for j in range(bs):
-                    a = U(K._bits_of(x[start + j]) & q.abs_mask)
+                    a = U(K._bits_of(x[np.uint64(start + j)]) & q.abs_mask)
                     amax = max(amax, q.u_zero if a > q.inf_bits else a)
             else:
                 for j in range(bs):
-                    amax = max(amax, U(K._bits_of(x[start + j]) & q.abs_mask))
+                    amax = max(amax, U(K._bits_of(x[np.uint64(start + j)]) & q.abs_mask))
             if scale_kind == _S_EXACT:
                 sc = _scale_exact(amax, q, c[_C_EMAX], c[_C_THR])
             elif scale_kind == _S_EXP_FIELD:
@@ -199,8 +199,8 @@ def _mx_loops(q: Any, ep: Any, U: Any) -> Callable[..., int]:
                 sc = _scale_float32_log2(np.uint32(amax), max_elem, base, thr)
             else:
                 sc = _scale_reciprocal_round_up(np.uint32(amax), recip)
-            scodes[b] = np.uint8(sc)
-            r = mult[sc]
+            scodes[np.uint64(b)] = np.uint8(sc)
+            r = mult[np.uint64(sc)]
             if one_at_zero and sc == 0xFF:
                 r = K._float_of(amax, r)  # torchao multiplies by the NaN amax itself
             # a block whose every scaled element is r: the ocp NaN/Inf block (r = +0 from the
@@ -210,7 +210,7 @@ def _mx_loops(q: Any, ep: Any, U: Any) -> Callable[..., int]:
                 if refused:
                     return start
                 for j in range(bs):
-                    codes[start + j] = np.uint8(code)
+                    codes[np.uint64(start + j)] = np.uint8(code)
                 continue
             if q.stochastic:
                 ci = b // CHUNK_BLOCKS
@@ -220,8 +220,8 @@ def _mx_loops(q: Any, ep: Any, U: Any) -> Callable[..., int]:
             any_refused = False
             if floatx_nan:
                 for j in range(bs):
-                    code, refused = _elem(x[start + j] * r, np.uint32(0), True, c, ep, U)
-                    codes[start + j] = np.uint8(code)
+                    code, refused = _elem(x[np.uint64(start + j)] * r, np.uint32(0), True, c, ep, U)
+                    codes[np.uint64(start + j)] = np.uint8(code)
                     any_refused |= refused
             else:
                 for j in range(bs):
@@ -233,8 +233,8 @@ def _mx_loops(q: Any, ep: Any, U: Any) -> Callable[..., int]:
                         u = w[0] if word == 0 else (w[1] if word == 1 else (w[2] if word == 2 else w[3]))
                     else:
                         u = np.uint32(0)
-                    code, refused = _elem(x[start + j] * r, u, False, c, ep, U)
-                    codes[start + j] = np.uint8(code)
+                    code, refused = _elem(x[np.uint64(start + j)] * r, u, False, c, ep, U)
+                    codes[np.uint64(start + j)] = np.uint8(code)
                     any_refused |= refused
             if any_refused:
                 return start
@@ -334,20 +334,21 @@ def mx_block_kernel(elem: FloatFormat, pol: CastPolicy, conv: BlockConvention, m
 
 
 def quantize_mx_compiled(blocks: np.ndarray, elem: FloatFormat, pol: CastPolicy, conv: BlockConvention,
-                         mxr: MXRule, rngs: list[np.random.Generator] | None,
-                         threads: int) -> tuple[np.ndarray, np.ndarray] | None:
-    """(codes, scale codes) of `blocks` (n_blocks × block_size, float32/float64) as the numpy path
-    of `quantize_mx` computes them, or None when the kernel cannot (no kernel for the element cast,
-    or the policy refuses an element: the caller runs the reference, which raises its error)."""
+                         mxr: MXRule, rngs: list[np.random.Generator] | None, threads: int,
+                         codes_out: np.ndarray, scales_out: np.ndarray) -> bool:
+    """Writes the codes (uint8, n_blocks × block_size, C-contiguous) and scale codes (uint8,
+    n_blocks) of `blocks` (float32/float64) as the numpy path of `quantize_mx` computes them; False
+    when the kernel cannot (no kernel for the element cast, or the policy refuses an element: the
+    caller runs the reference, which raises its error)."""
     check_policy(elem, pol)  # as the reference's `encode` does
     kernel = mx_block_kernel(elem, pol, conv, mxr, blocks.dtype)
     if kernel is None:
-        return None
+        return False
     x = np.ascontiguousarray(blocks)
     nb, bs = x.shape
     flat = x.reshape(-1)
-    codes = np.empty(nb * bs, np.uint8)
-    scodes = np.empty(nb, np.uint8)
+    codes = codes_out.reshape(-1)  # a view (contiguous): the kernel writes the caller's arrays
+    scodes = scales_out.reshape(-1)
     if mxr.scale is MXScale.EXACT:
         mult = np.ldexp(np.ones(256, x.dtype), (E8M0_BIAS - np.arange(256)).astype(np.int32))
         mult[0xFF] = 0.0  # the NaN/Inf block: every element scaled to +0
@@ -369,6 +370,4 @@ def quantize_mx_compiled(blocks: np.ndarray, elem: FloatFormat, pol: CastPolicy,
     per = -(-nb // max(1, threads))
     ranges = [(lo, min(nb, lo + per)) for lo in range(0, nb, per)] or [(0, 0)]
     refused = map_on_threads(part, ranges)
-    if any(i >= 0 for i in refused):
-        return None
-    return codes.reshape(nb, bs), scodes
+    return not any(i >= 0 for i in refused)

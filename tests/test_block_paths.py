@@ -198,6 +198,23 @@ def test_a_policy_the_element_cannot_take_raises_the_same_error_on_both_paths() 
     assert messages[0] == messages[1]
 
 
+@pytest.mark.parametrize("convention", ["ocp", "torchao"])
+def test_compiled_mx_allocates_only_its_output(convention: str) -> None:
+    """Peak traced memory of the compiled MX quantizer (blocks along rows) is its output (codes and
+    scale codes) plus less than 10% of it; the numpy path's chunk scratch is not allocated."""
+    import tracemalloc
+
+    x = np.random.default_rng(0).standard_normal((1024, 4096)).astype(F32)
+    with codec.codec_path("fast"):
+        quantize_mx(x[:8], "E4M3FN", 32, "floor", convention=convention)  # compile outside the measurement
+        tracemalloc.start()
+        t = quantize_mx(x, "E4M3FN", 32, "floor", convention=convention)
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+    out = t.codes.nbytes + t.scale_codes.nbytes
+    assert peak - out <= 0.1 * out, (peak, out)
+
+
 def _log2_reference(field: np.ndarray, mant: np.ndarray) -> np.ndarray:
     d = ((field.astype(np.uint32) << np.uint32(23)) | mant.astype(np.uint32)).view(F32)
     return float32_log2_ceil_codes(d).astype(np.int64)
