@@ -37,19 +37,15 @@ NUMBA_CACHE_DIR or the user cache), so a later process loads them in millisecond
 install without a writable cache directory compiles in memory only. LOWPREC_CODEC_CACHE=0 turns the
 disk cache off.
 
-How the block quantizers (MX, NVFP4) go on these kernels (not done here: their conventions are
-being named first). Their element step is `_float_elem` on the scaled value: MX divides by 2^X
-(exact, so the scaled bits are the input bits with the exponent field lowered by X, or an exact
-float multiply); NVFP4's reference forms x / (block_scale · tensor_scale) in float64, which the
-kernel does in a register (`_bits_of(np.float64(x) / scale)`, a float64 plan). A block kernel is
-a loop over blocks (a thread range is a range of blocks) that (1) takes the block amax as the
-unsigned max of its |x| bits (NaN > Inf > finite, as `simulations.blocks` does), (2) derives the
-scale code by a scale-rule element function (E8M0 from the amax exponent per `ScaleRule`; for
-NVFP4 `_float_elem` under the E4M3FN scale policy), and (3) rounds the block's elements, writing
-codes and the scale code — one read of x (the block stays in L1 between the amax and the element
-pass), one write of the codes. Each named block convention becomes a plan record like `FloatPlan`
-(scale rule, element and scale policies, block shape), built and cached by the same
-closure-per-plan mechanism; stochastic rounding keys Philox by the element's flat index as here.
+Block quantizers. MX is built on these kernels in `simulations._block_kernels` (its conventions
+are simulations' knowledge, so the loop lives there and imports `_float_elem`, `float_plan`, the bit
+casts and Philox from here): a loop over blocks (a thread range is a range of blocks) that takes the
+block amax as the unsigned max of its |x| bits, derives the E8M0 scale code by the convention's
+rule, and casts x · r (r the element multiplier of that code, exact for a power of two) with
+`_float_elem` — one read of x (the block stays in L1 between the amax and the element pass), one
+write of the codes. Not yet: NVFP4 (its numpy path, several passes, already beats torchao's eager
+reference by the issue's margin); its element step would be `_float_elem` on x / (block_scale ·
+tensor_scale) formed in a float64 register, its scale `_float_elem` under the E4M3FN scale policy.
 """
 
 from __future__ import annotations
@@ -374,9 +370,10 @@ def _round_e8m0_exponent_field(a: Any, p: Any, U: Any) -> Any:
     after rounding the mantissa into it (add a constant per mode, nearest-even adding the field's
     last bit, then shift); a subnormal above 2^-127 gives 2^-126 (code 1), any other 2^-127 (0)."""
     e_raw = U(a >> p.p)
-    code = U(U(U(a + p.e8m0_add) + U(e_raw & p.e8m0_lsb)) >> p.p)
-    if e_raw == p.zero:
-        code = U(a > U(p.hid >> p.one))
+    # a subnormal's rule (code 1 iff a > 2^22) is the same add-and-shift with the add 2^22 - 1:
+    # selecting the add, not the code, keeps one shift and lets LLVM narrow the codes with packs
+    add = U(U(p.hid >> p.one) - p.one) if e_raw == p.zero else U(p.e8m0_add + U(e_raw & p.e8m0_lsb))
+    code = U(U(a + add) >> p.p)
     over = code > p.maxc
     if over:
         code = p.over_code
@@ -558,11 +555,14 @@ def _float_loops(plan: Any, U: Any, OUT: Any) -> Callable[..., int]:
     disk cache keys it by their values. Deterministic and stochastic kernels are separate closures,
     so a deterministic one never carries (or compiles) the Philox code."""
 
+    out_mask = U(np.iinfo(OUT).max)  # codes fit the output type; the mask tells LLVM so, which
+    # lets it narrow a vector of 32-bit codes with packs instead of element-by-element inserts
+
     def deterministic(x: Any, out: Any, lo: int, hi: int, key0: int, key1: int) -> int:
         any_refused = False
         for i in range(lo, hi):
             code, refused = _float_elem(_load(x, i, plan), _load_a32(x, i, plan), _U32(0), plan, U)
-            out[np.uint64(i)] = OUT(code)
+            out[np.uint64(i)] = OUT(code & out_mask)
             any_refused |= refused
         return _first_refused(x, lo, hi, plan, U) if any_refused else -1
 

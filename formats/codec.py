@@ -159,6 +159,30 @@ def _compiled_for(n: int) -> ModuleType | None:
     return compiled_kernels()
 
 
+def check_policy(fmt: Format, policy: CastPolicy) -> None:
+    """ValueError where `policy` cannot apply to `fmt` (as `encode` checks it), for compiled twins
+    that cast without calling `encode`."""
+    _check_policy(fmt, policy)
+
+
+def compiled_kernels_for(n: int) -> ModuleType | None:
+    """The compiled kernels when the codec switch sends an array of n elements to the compiled path
+    (for compiled twins of numpy code outside the codec, e.g. the block quantizers); else None."""
+    return _compiled_for(n)
+
+
+def threads_for(n: int) -> int:
+    """How many threads work on an array of n elements (1 below the parallel threshold)."""
+    return 1 if n < _PARALLEL_MIN else _THREADS
+
+
+def map_on_threads(fn: Callable[[Any], Any], items: list[Any]) -> list[Any]:
+    """[fn(item) for item in items], on the codec's thread pool when there is more than one."""
+    if len(items) <= 1:
+        return [fn(item) for item in items]
+    return list(_pool().map(fn, items))
+
+
 def _thread_ranges(total: int, align: int = TILE) -> list[tuple[int, int]]:
     """Contiguous element ranges, one per thread for large arrays, split on `align` boundaries."""
     if total < _PARALLEL_MIN or _THREADS < 2:

@@ -72,6 +72,7 @@ __all__ = [
     "TensorAmax",
     "cast_elements",
     "element_policy",
+    "float32_log2_ceil_codes",
     "get_block_convention",
     "mx_element_multipliers",
     "mx_scale_codes",
@@ -437,9 +438,7 @@ def mx_scale_codes(amax: np.ndarray, elem: FloatFormat, rule: MXRule) -> np.ndar
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         if how is MXScale.FLOAT32_LOG2:
             d = a32 / _F32(elem.max)
-            log2 = np.log2(d.astype(np.float64)).astype(np.float32)  # torch's float32 log2, rounded
-            x = np.clip(np.ceil(np.where(np.isfinite(d), log2, 0)), -E8M0_BIAS, E8M0_BIAS)
-            codes = (x + E8M0_BIAS).astype(np.uint8)
+            codes = float32_log2_ceil_codes(d)
         elif how is MXScale.RECIPROCAL_ROUND_UP:
             d = a32 * _F32(1.0 / elem.max)
             bits = _bits(d)
@@ -451,6 +450,15 @@ def mx_scale_codes(amax: np.ndarray, elem: FloatFormat, rule: MXRule) -> np.ndar
     codes[np.isinf(d)] = 0xFE
     codes[np.isnan(d)] = E8M0_NAN_CODE
     return codes
+
+
+def float32_log2_ceil_codes(d: np.ndarray) -> np.ndarray:
+    """clamp(ceil(fl32(log2 d)), −127, 127) + 127 for float32 ratios d (uint8; a non-finite d gives
+    127, which the caller replaces): torchao rceil's step after the division (MXScale.FLOAT32_LOG2)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log2 = np.log2(d.astype(np.float64)).astype(np.float32)  # torch's float32 log2, rounded
+    x = np.clip(np.ceil(np.where(np.isfinite(d), log2, 0)), -E8M0_BIAS, E8M0_BIAS)
+    return (x + E8M0_BIAS).astype(np.uint8)
 
 
 def scale_by_multiplier(x: np.ndarray, m: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:

@@ -15,6 +15,13 @@ That is the `ocp` block convention, the default. `convention="torchao"` or `"tra
 reproduces those implementations bit for bit instead (`simulations.block_conventions`: the scale
 from the amax in float32, elements multiplied by a float32 reciprocal, each library's element cast
 and its own handling of tiny, Inf and NaN blocks).
+
+Two paths, one contract: the numpy code below is the readable reference; `simulations._block_kernels`
+is its compiled twin (one fused pass per block: amax, scale code, element cast), which runs where the
+codec's switch selects the compiled path (`LOWPREC_CODEC`, `formats.codec.codec_path`; by default for
+arrays of at least `codec.FAST_MIN` elements). Both give the same codes bit for bit for every
+convention, rule, element policy and input dtype (tests/test_block_paths.py; the oracle tests run on
+both paths).
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from lowprec import formats
-from lowprec.formats import CastPolicy, FloatFormat
+from lowprec.formats import CastPolicy, FloatFormat, codec
 
 from ._blockwise import (
     amax_bits,
@@ -39,8 +46,10 @@ from ._blockwise import (
     scratch,
 )
 from .block_conventions import (
+    BlockConvention,
     ElementCast,
     MXElementScaling,
+    MXRule,
     MXScale,
     cast_elements,
     element_policy,
@@ -191,9 +200,22 @@ def quantize_mx(
         scale_codes[lo:hi] = sc
 
     inf_pattern = inf_bits(arr.dtype)
-    map_chunks(nb, work_exact if exact else work_float32)
+    if not _compiled(blocks, f, pol, conv, mxr, rngs, codes, scale_codes):
+        map_chunks(nb, work_exact if exact else work_float32)
     return MXTensor(g.from_groups(codes, shape), scale_layout(scale_codes, g, shape), f, bs, axis, mxr.rule, pol,
                     str(arr.dtype), conv.name)
+
+
+def _compiled(blocks: np.ndarray, f: FloatFormat, pol: CastPolicy, conv: BlockConvention, mxr: MXRule,
+              rngs: list[np.random.Generator] | None, codes: np.ndarray, scale_codes: np.ndarray) -> bool:
+    """Whether the compiled twin wrote `codes` and `scale_codes` (the codec switch selects the
+    compiled path and it has a kernel for the case); False: run the numpy reference."""
+    n = blocks.size
+    if codec.compiled_kernels_for(n) is None or n == 0:
+        return False
+    from ._block_kernels import quantize_mx_compiled  # imports numba: only on the compiled path
+
+    return quantize_mx_compiled(blocks, f, pol, conv, mxr, rngs, codec.threads_for(n), codes, scale_codes)
 
 
 def mx_scale_rule_table(amax: float = 957.0, elem_format: str = "E4M3FN") -> list[dict[str, Any]]:

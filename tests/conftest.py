@@ -39,3 +39,16 @@ def _reset_panel_state() -> Iterator[None]:
 
         pn.state.kill_all_servers()
         pn.state.reset()
+
+
+@pytest.fixture(params=["numpy", "fast"])
+def each_codec_path(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Runs a test once on the numpy reference codec and once on the compiled one (the codec switch
+    of `formats.codec`, which the block quantizers follow too); the compiled run is skipped without
+    numba."""
+    from lowprec.formats import codec
+
+    if request.param == "fast" and codec.compiled_kernels() is None:
+        pytest.skip("numba is not installed: no compiled path")
+    with codec.codec_path(request.param):
+        yield request.param

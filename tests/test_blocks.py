@@ -83,6 +83,7 @@ def adversarial_blocks(name: str) -> np.ndarray:
 
 @pytest.mark.parametrize("rule", RULES)
 @pytest.mark.parametrize("name", ELEMS)
+@pytest.mark.usefixtures("each_codec_path")
 def test_mx_against_formulas(name: str, rule: str) -> None:
     x = adversarial_blocks(name)
     t = B.quantize_mx(x, name, 32, rule)
@@ -105,6 +106,7 @@ def test_mx_against_formulas(name: str, rule: str) -> None:
     np.testing.assert_array_equal(t.dequantize().view(np.uint32), want_deq.view(np.uint32))
 
 
+@pytest.mark.usefixtures("each_codec_path")
 def test_worked_example_957() -> None:
     x = np.zeros(32, np.float32)
     x[5] = 957.0
@@ -118,6 +120,7 @@ def test_worked_example_957() -> None:
     assert rows["floor"]["decoded_amax"] == 896.0 and rows["rceil"]["decoded_amax"] == 960.0
 
 
+@pytest.mark.usefixtures("each_codec_path")
 def test_mx_zero_nan_inf_blocks() -> None:
     x = np.random.default_rng(0).standard_normal((4, 32)).astype(np.float32)
     x[0] = 0.0
@@ -132,6 +135,7 @@ def test_mx_zero_nan_inf_blocks() -> None:
     np.testing.assert_array_equal(t.codes[3:], alone.codes)
 
 
+@pytest.mark.usefixtures("each_codec_path")
 def test_mx_axis_layout() -> None:
     """Blocks along axis 0 of a 3-D array: each block is the oracle's block of 32 along that axis."""
     x = np.random.default_rng(1).standard_normal((64, 3, 2)).astype(np.float32) * 10
@@ -147,6 +151,7 @@ def test_mx_axis_layout() -> None:
                 assert t.codes[blk * 32:(blk + 1) * 32, j, k].tolist() == want
 
 
+@pytest.mark.usefixtures("each_codec_path")
 def test_mx_float64_input_matches_float32() -> None:
     x = np.random.default_rng(2).standard_normal((8, 64)).astype(np.float32)
     a = B.quantize_mx(x, "E5M2", 32)
@@ -155,6 +160,7 @@ def test_mx_float64_input_matches_float32() -> None:
     np.testing.assert_array_equal(a.scale_codes, b.scale_codes)
 
 
+@pytest.mark.usefixtures("each_codec_path")
 def test_mx_stochastic_reproducible() -> None:
     from lowprec.formats import CastPolicy
 

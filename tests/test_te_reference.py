@@ -98,6 +98,7 @@ def te_mxfp8_reference(x: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray
 
 @pytest.mark.parametrize("kind", ["edge", "wide"])
 @pytest.mark.parametrize("name", ["E4M3FN", "E5M2"])
+@pytest.mark.usefixtures("each_codec_path")
 def test_mxfp8_matches_te_reference(name: str, kind: str) -> None:
     f = formats.get_format(name)
     if kind == "wide":
@@ -116,6 +117,7 @@ def test_mxfp8_matches_te_reference(name: str, kind: str) -> None:
         + first_mismatches(labels, want_codes, got.codes))
 
 
+@pytest.mark.usefixtures("each_codec_path")
 def test_te_mxfp8_edges_by_hand() -> None:
     """What the rules say on four blocks, worked out by hand."""
     x = np.zeros((4, 32), np.float32)

@@ -63,6 +63,7 @@ def mx_data(kind: str, name: str) -> tuple[list[str], np.ndarray]:
 @pytest.mark.parametrize("kind", ["edge", "wide"])
 @pytest.mark.parametrize("rule", RULES)
 @pytest.mark.parametrize("name", list(ELEMENT_DTYPES))
+@pytest.mark.usefixtures("each_codec_path")
 def test_mx_bit_equal_to_torchao(name: str, rule: str, kind: str) -> None:
     labels, x = mx_data(kind, name)
     want_scale, want_codes = torchao_mx(x, name, rule)
