@@ -31,6 +31,7 @@ from lowprec.app.lessons import (
 )
 from lowprec.app.widgets import WIDGETS, get_widget_class
 from lowprec.extras import missing_dependency
+from lowprec.app.text import as_text, set_alert
 
 ROUTE_HOME = ""
 SITE_TITLE = "lowprec — low-precision formats, explained bit by bit"
@@ -87,11 +88,11 @@ def build_widget(name: str, params: dict[str, Any] | None = None) -> tuple[Any, 
         message = missing_dependency(exc, f"The {name} widget")
         if message is None:
             raise
-        return None, pn.pane.Alert(message, alert_type="warning")
+        return None, pn.pane.Alert(as_text(message), alert_type="warning")
     try:
         widget = cls(**(params or {}))
     except (ValueError, TypeError) as exc:
-        return None, pn.pane.Alert(f"Invalid parameters for widget {name}: {exc}", alert_type="danger")
+        return None, pn.pane.Alert(as_text(f"Invalid parameters for widget {name}: {exc}"), alert_type="danger")
     return widget, widget
 
 
@@ -135,8 +136,7 @@ def sync_url(placed: list[PlacedWidget], location: Any = None) -> bool:
             alert = getattr(widget, "_alert", None)
             if refused and alert is not None:
                 text = ", ".join(f"{prefix}{k}={v!r}" for k, v in refused.items())
-                alert.object = f"Invalid URL parameters: {text}"
-                alert.visible = True
+                set_alert(alert, f"Invalid URL parameters: {text}")
 
         location.sync(widget, url_parameters(widget, item.prefix), on_error=on_error)
     return True
@@ -160,7 +160,7 @@ def lesson_body(lesson: Lesson) -> tuple[list[pn.viewable.Viewable], list[Placed
     try:
         blocks = render_blocks(lesson)
     except LessonError as exc:
-        return [pn.pane.Alert(f"Invalid lesson: {exc}", alert_type="danger")], []
+        return [pn.pane.Alert(as_text(f"Invalid lesson: {exc}"), alert_type="danger")], []
     lock: str | None = None  # the prediction whose answer unlocks the next widget
     for block in blocks:
         if isinstance(block, MarkdownBlock):

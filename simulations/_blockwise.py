@@ -80,6 +80,9 @@ def chunk_rngs(rng: np.random.Generator | None, n_blocks: int) -> list[np.random
     """One generator per chunk, seeded from `rng` (None when `rng` is None)."""
     if rng is None:
         return None
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy.random.Generator (e.g. numpy.random.default_rng(0)) or None, "
+                        f"got {type(rng).__name__}")
     n_chunks = max(1, (n_blocks + CHUNK_BLOCKS - 1) // CHUNK_BLOCKS)
     seeds = rng.integers(0, 2**63 - 1, size=n_chunks, dtype=np.int64)
     return [np.random.default_rng(int(s)) for s in seeds]

@@ -194,7 +194,9 @@ def round_probs(probs: np.ndarray, fmt: Any, rounding: str = "nearest_even", *, 
     f = _check_format(fmt)
     if rounding not in ROUNDINGS:
         raise ValueError(f"rounding={rounding!r} is not one of {', '.join(map(repr, ROUNDINGS))}")
-    p = np.asarray(probs, dtype=np.float64)
+    p = formats.as_float_array(probs, "probs").astype(np.float64)
+    if p.ndim != 2:
+        raise ValueError(f"probs must be a 2-D array (rows × keys), got shape {p.shape}")
     ds = _row_decode_scale(p, f, scale)
     if rounding == "stochastic":
         if not isinstance(rng, np.random.Generator):
@@ -333,6 +335,9 @@ def run_attention(inputs: AttentionInputs, fmt: Any = "E4M3FN", rounding: str = 
                   renormalize: bool = False, masked_rows: str = "raise", seed: int = 0,
                   progress: ProgressFn | None = None) -> AttentionResult:
     """Round P (and V if `v_format`) and measure the error of O = P·V; see the module docstring."""
+    if not isinstance(inputs, AttentionInputs):
+        raise TypeError(f"inputs must be AttentionInputs (make_inputs(…) or three_probs_inputs()), "
+                        f"got {type(inputs).__name__}")
     f = _check_format(fmt)
     if rounding not in ROUNDINGS:
         raise ValueError(f"rounding={rounding!r} is not one of {', '.join(map(repr, ROUNDINGS))}")

@@ -119,9 +119,14 @@ class DelayedScaler(_Scaler):
         if algo not in ALGOS:
             raise ValueError(f"algo={algo!r} is not one of {', '.join(repr(a) for a in ALGOS)}")
         self.algo = algo
-        if not (math.isfinite(initial_encode_scale) and initial_encode_scale > 0):
-            raise ValueError(f"initial_encode_scale must be positive and finite, got {initial_encode_scale!r}")
-        self.encode_scale = float(np.float32(initial_encode_scale))
+        if isinstance(initial_encode_scale, bool) or not isinstance(initial_encode_scale, (int, float, np.number)) \
+                or isinstance(initial_encode_scale, (complex, np.complexfloating)):
+            raise TypeError(f"initial_encode_scale must be a real number, got {initial_encode_scale!r}")
+        scale32 = float(np.float32(initial_encode_scale)) if abs(float(initial_encode_scale)) < 2.0**128 else math.inf
+        if not (math.isfinite(scale32) and scale32 > 0):
+            raise ValueError(f"initial_encode_scale must be a positive number that float32 holds "
+                             f"(≈ 1.4e-45 … 3.4e38), got {initial_encode_scale!r}")
+        self.encode_scale = scale32
         self.history: deque[float] = deque(maxlen=self.history_len)
         self.updates = 0
 
@@ -146,7 +151,7 @@ class DelayedScaler(_Scaler):
 
     def quantize(self, x: Any) -> CastOutput:
         """Cast with the held scale, then record x's amax and update (one step)."""
-        arr = np.asarray(x, dtype=np.float32)
+        arr = formats.as_float_array(x).astype(np.float32, copy=False)
         used = self.encode_scale
         codes = self._cast(arr, used)
         amax = tensor_amax(arr)
@@ -159,7 +164,7 @@ class CurrentScaler(_Scaler):
     or not finite)."""
 
     def quantize(self, x: Any) -> CastOutput:
-        arr = np.asarray(x, dtype=np.float32)
+        arr = formats.as_float_array(x).astype(np.float32, copy=False)
         amax = tensor_amax(arr)
         used = scale_from_amax(amax, self.fmt.max, self.margin, 1.0)
         return CastOutput(self._cast(arr, used), used, amax)

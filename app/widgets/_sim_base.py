@@ -25,6 +25,7 @@ from bokeh.models import ColumnDataSource
 from lowprec.app.params import config_widget, control_widgets, widget_config
 from lowprec.config import fields_of
 from lowprec.simulations._cli import Simulation
+from lowprec.app.text import set_alert
 
 W = TypeVar("W", bound=type)
 
@@ -109,8 +110,7 @@ class SimulationWidget(pn.viewable.Viewer):
             data = self._source_data(result)
         except (ValueError, TypeError) as exc:
             self.error = f"Invalid input: {exc}"
-            self._alert.object = self.error
-            self._alert.visible = True
+            set_alert(self._alert, self.error)
             return False
         self._accept(result, data)
         self.last_update_s = time.perf_counter() - start
