@@ -147,6 +147,8 @@ def quantize_nvfp4(
     (default ocp). `policy` replaces the ocp convention's E2M1 element policy (default nearest-even,
     saturating); stochastic rounding needs `rng`. The other conventions fix their element cast."""
     conv = get_block_convention(convention)
+    if not isinstance(block_2d, (bool, np.bool_)):
+        raise TypeError(f"block_2d must be True or False, got {block_2d!r}")
     if block_2d and not conv.nvfp4_tiles_2d:
         raise ValueError(f"the {conv.name} convention has NVFP4 1×16 blocks only, not 16×16 tiles")
     if policy is not None and conv.nvfp4_element_cast is not ElementCast.OCP:
