@@ -93,5 +93,5 @@ def submit(doc: Any, compute: Callable[[], Any], finish: Callable[[Outcome], Non
 
 def busy_indicator() -> pn.indicators.LoadingSpinner:
     """The spinner a widget shows while its run is in progress (hidden when idle)."""
-    return pn.indicators.LoadingSpinner(value=False, visible=False, size=28, name="Computing…",
+    return pn.indicators.LoadingSpinner(value=False, visible=False, size=28, label="Computing…",
                                         css_classes=["lp-busy"])

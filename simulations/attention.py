@@ -497,7 +497,10 @@ class AttentionConfig:
         d = 1 if self.preset == "three_probs" else self.head_dim
         trials = self.trials if self.rounding == "stochastic" else 1
         return Cost(bytes=q * q * 8 * 24.0 + min(q * q * trials, _TRIAL_ELEMENTS) * 16.0,
-                    seconds=trials * q * q * d * 2e-10 + q * q * 2e-7,
+                    # per trial and entry: the product's share (d MACs) and the draw and compare of
+                    # stochastic rounding (3e-8 s: measured, issue 16, the machine at load ≈ 3.5 / 2 cores
+                    # scaled to a quiet core)
+                    seconds=trials * q * q * (d * 2e-10 + (3e-8 if trials > 1 else 0.0)) + q * q * 2e-7,
                     note=f"{trials} trial(s) of a {q}×{q} by {q}×{d} product")
 
 
