@@ -61,8 +61,16 @@ def pool() -> ThreadPoolExecutor:
         return _pool
 
 
+#: environment variable that makes served sessions run inline, as before issue 16 (the isolation
+#: benchmark's baseline: `LOWPREC_APP_INLINE=1 lowprec serve`)
+INLINE_ENV = "LOWPREC_APP_INLINE"
+
+
 def served_document() -> Any:
-    """The Bokeh document of the current served session, or None (no server: run inline)."""
+    """The Bokeh document of the current served session, or None (no server, or `INLINE_ENV` set:
+    run inline)."""
+    if os.environ.get(INLINE_ENV) == "1":
+        return None
     doc = pn.state.curdoc
     return doc if doc is not None and doc.session_context is not None else None
 

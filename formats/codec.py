@@ -840,9 +840,11 @@ def _decode_table(fmt: Format, nan_bits: str) -> np.ndarray:
     return table
 
 
-def classify_codes(fmt: Format, codes: np.ndarray | None = None) -> np.ndarray:
+def classify_codes(fmt: str | Format, codes: np.ndarray | None = None) -> np.ndarray:
     """Class of each code: 'zero', 'subnormal', 'normal', 'inf' or 'nan' (all codes by default)."""
-    c = np.arange(fmt.n_codes, dtype=np.int64) if codes is None else np.asarray(codes, np.int64)
+    fmt = get_format(fmt)
+    c = (np.arange(fmt.n_codes, dtype=np.int64) if codes is None
+         else _check_codes(_code_dtype_checked(codes), fmt).astype(np.int64))
     if isinstance(fmt, IntFormat):
         return np.where(c == 0, "zero", "normal").astype("<U9")
     m = fmt.mantissa_bits

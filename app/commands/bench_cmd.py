@@ -23,6 +23,7 @@ BENCHMARKS: dict[str, str] = {
     "cli": "lowprec.benchmarks.cli",
     "gpu": "lowprec.benchmarks.gpu",
     "app": "lowprec.app.bench",
+    "isolation": "lowprec.app.bench_isolation",
 }
 
 
