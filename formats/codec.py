@@ -234,6 +234,8 @@ def default_policy(fmt: Format) -> CastPolicy:
 
 
 def _check_policy(fmt: Format, policy: CastPolicy) -> None:
+    if not isinstance(policy, CastPolicy):
+        raise TypeError(f"policy must be a CastPolicy or None, got {type(policy).__name__}")
     if policy.overflow is Overflow.NONFINITE and not (fmt.has_inf or fmt.has_nan):
         raise ValueError(
             f"overflow='nonfinite' needs a format with Inf or NaN; {fmt.name} has neither "

@@ -404,6 +404,19 @@ def get_block_convention(name: str | BlockConvention) -> BlockConvention:
 _F32 = np.float32
 
 
+def _float32_array(a: Any, name: str) -> np.ndarray:
+    """`a` as a float32 array (real input only: TypeError naming `name` otherwise)."""
+    arr = formats.as_float_array(a, name)
+    return arr if arr.dtype == np.float32 else arr.astype(np.float32)
+
+
+def _float_format(elem: Any) -> FloatFormat:
+    f = formats.get_format(elem)
+    if not isinstance(f, FloatFormat):
+        raise ValueError(f"elem must be a float element format, got the integer grid {f.name}")
+    return f
+
+
 def _bits(a: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(a, dtype=np.float32).view(np.uint32).astype(np.int64)
 
@@ -457,6 +470,10 @@ def scale_by_multiplier(x: np.ndarray, m: np.ndarray, out: np.ndarray | None = N
     """x · m per row (m one float32 per row) in float32, as torch's broadcast multiply computes it:
     a row whose multiplier is NaN becomes that NaN in every element (the broadcast operand's NaN
     wins over a NaN element's own)."""
+    x = _float32_array(x, "x")
+    m = _float32_array(m, "m")
+    if x.ndim != 2 or m.shape != (x.shape[0],):
+        raise ValueError(f"x must be rows × elements and m one multiplier per row; got shapes {x.shape} and {m.shape}")
     with np.errstate(over="ignore", invalid="ignore"):
         scaled = np.multiply(x, m[:, None], out=out)
     nan_rows = np.isnan(m)
@@ -494,7 +511,8 @@ def mx_element_multipliers(how: MXElementScaling) -> np.ndarray:
 
 def torchao_floatx_nan_codes(x: np.ndarray, elem: FloatFormat) -> np.ndarray:
     """The code torchao's `_f32_to_floatx_unpacked` gives each float32 NaN in `x` (see ElementCast)."""
-    bits = _bits(x)
+    elem = _float_format(elem)
+    bits = _bits(_float32_array(x, "x"))
     sign = (bits >> 31) & 1
     mag = bits & 0x7FFFFFFF
     m = elem.mantissa_bits

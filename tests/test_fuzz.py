@@ -94,7 +94,11 @@ def _public_functions() -> list[tuple[str, Callable[..., Any]]]:
             out.append((f"formats.{name}", obj))
     for mod_name in SIMULATION_MODULES:
         mod = importlib.import_module(f"lowprec.simulations.{mod_name}")
-        for name in getattr(mod, "__all__", ()):
+        names = getattr(mod, "__all__", None)
+        if names is None:  # no __all__: the public functions the module defines
+            names = [n for n, o in vars(mod).items() if not n.startswith("_") and inspect.isfunction(o)
+                     and o.__module__ == mod.__name__]
+        for name in names:
             obj = getattr(mod, name)
             if inspect.isfunction(obj):
                 out.append((f"simulations.{mod_name}.{name}", obj))
