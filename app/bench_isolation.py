@@ -82,10 +82,13 @@ def run(quick: bool = False, baseline: bool = False) -> dict[str, float | str]:
                 time.sleep(0.3)
         with pw.sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            light = browser.new_page()
+            context = browser.new_context()
+            context.set_default_timeout(180_000)  # a loaded machine: report slow, do not crash
+            context.set_default_navigation_timeout(180_000)
+            light = context.new_page()
             light.goto(url + "/widget/BinExplorer")
             light.wait_for_function(_RENDERED, timeout=120_000)
-            heavy = [browser.new_page() for _ in range(3)]
+            heavy = [context.new_page() for _ in range(3)]
             seed = 0
 
             def reload_heavy() -> None:
@@ -111,7 +114,7 @@ def run(quick: bool = False, baseline: bool = False) -> dict[str, float | str]:
                 light.wait_for_function(f"() => ({_X_DATA})() !== {before!r}", timeout=120_000, polling=10)
                 updates.append(time.perf_counter() - t0)
                 if i % max(1, n_updates // n_loads) == 0 and len(loads) < n_loads:
-                    fresh = browser.new_page()
+                    fresh = context.new_page()
                     t0 = time.perf_counter()
                     fresh.goto(url + "/widget/BinExplorer")
                     fresh.wait_for_function(_RENDERED, timeout=120_000, polling=10)

@@ -506,6 +506,8 @@ class AttentionConfig:
 
 def run_attention_config(config: AttentionConfig, *, progress: ProgressFn | None = None) -> AttentionResult:
     """The experiment `config` describes: its inputs (`seed`), rounded with seed + 1."""
+    if not isinstance(config, AttentionConfig):
+        raise TypeError(f"config must be an AttentionConfig, got {type(config).__name__}")
     v_format = None if config.v_format == NO_V_FORMAT else config.v_format
     result = run_attention(config.inputs(), config.format, config.rounding, scale=config.scale, trials=config.trials,
                            v_format=v_format, renormalize=config.renormalize, seed=config.seed + 1,
@@ -529,6 +531,8 @@ def simulate_attention(seq: int | AttentionConfig | None = None, head_dim: int |
 
 
 def summary_lines(result: AttentionResult) -> list[str]:
+    if not isinstance(result, AttentionResult):
+        raise TypeError(f"result must be an AttentionResult, got {type(result).__name__}")
     return [f"{key}: {value:.6g}" for key, value in result.summary().items()]
 
 

@@ -414,6 +414,8 @@ def simulate_blocks(config: BlocksConfig | None = None, *, progress: ProgressFn 
 
 
 def summary_lines(result: BlocksResult) -> list[str]:
+    if not isinstance(result, BlocksResult):
+        raise TypeError(f"result must be a BlocksResult, got {type(result).__name__}")
     lines = [f"{e.scheme:>20}: {e.bits_per_element:.4g} bits/element, rms rel error {e.rms_rel_error:.4g}"
              for e in result.entries]
     s = result.selected

@@ -162,6 +162,8 @@ def simulate_hadamard(config: HadamardConfig | None = None, *, progress: Progres
 
 
 def summary_lines(s: HadamardStudy) -> list[str]:
+    if not isinstance(s, HadamardStudy):
+        raise TypeError(f"s must be a HadamardStudy, got {type(s).__name__}")
     return [f"block crest factor {s.block_crest_before:.3g} → {s.block_crest_after:.3g} with the transform",
             f"rms rel error NVFP4 {s.nvfp4_rms_rel_error_before:.4g} → {s.nvfp4_rms_rel_error_after:.4g}, "
             f"MXFP4 {s.mxfp4_rms_rel_error_before:.4g} → {s.mxfp4_rms_rel_error_after:.4g}",

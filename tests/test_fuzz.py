@@ -39,7 +39,7 @@ from hypothesis import strategies as st
 from lowprec import formats
 
 DEEP = os.environ.get("LOWPREC_FUZZ") == "deep"
-FUZZ_EXAMPLES = 400 if DEEP else 20
+FUZZ_EXAMPLES = int(os.environ.get("LOWPREC_FUZZ_EXAMPLES", 400 if DEEP else 20))
 CALL_LIMIT_S = 20.0  # per call: generous for 2 busy cores; a hang is minutes
 FUZZ_REPORT: collections.Counter[str] = collections.Counter()
 
