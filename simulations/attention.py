@@ -559,14 +559,29 @@ class ProductExample:
                 "rounded_product": float(self.rounded_product)}
 
 
+def _exact_numbers(name: str, texts: Any) -> list[Fraction]:
+    """Decimal strings (or finite numbers) as exact fractions; ValueError/TypeError naming `name`."""
+    if isinstance(texts, (str, bytes)) or not isinstance(texts, (list, tuple)):
+        raise TypeError(f"{name} must be a sequence of decimal strings such as ('0.6', '0.3'), got {texts!r:.60}")
+    out = []
+    for s in texts:
+        if isinstance(s, bool) or not isinstance(s, (str, int, float, Fraction)):
+            raise TypeError(f"{name}: {s!r:.60} is not a decimal string or a number")
+        try:
+            out.append(Fraction(s))
+        except (ValueError, OverflowError, ZeroDivisionError):
+            raise ValueError(f"{name}: {s!r:.60} is not a finite decimal number") from None
+    return out
+
+
 def attention_product_example(probs: Sequence[str] = ("0.6", "0.3", "0.1"),
                               values: Sequence[str] = ("0", "2", "10"),
                               grid_step: float = 0.25) -> ProductExample:
     """Round P to multiples of `grid_step` (an INT8 grid times the step, nearest-even via `formats`)
     and compare P·V with P̃·V, both summed exactly. Inputs are decimal strings so the exact product is
     the decimal one (0.6·0 + 0.3·2 + 0.1·10 = 8/5)."""
-    p_exact = [Fraction(s) for s in probs]
-    v_exact = [Fraction(s) for s in values]
+    p_exact = _exact_numbers("probs", probs)
+    v_exact = _exact_numbers("values", values)
     if len(p_exact) != len(v_exact) or not p_exact:
         raise ValueError(f"probs and values must be non-empty and of equal length, got "
                          f"{len(p_exact)} and {len(v_exact)}")
