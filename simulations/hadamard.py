@@ -18,6 +18,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from lowprec import formats
 from lowprec.config import ConfigError, Cost, config_record, knob
 
 from ._cli import ProgressFn, Simulation, config_or_knobs, run_module
@@ -52,7 +53,14 @@ def random_hadamard(n: int = RHT_BLOCK, seed: int | None = 0, signs: Sequence[fl
 
 def apply_blockwise(x: Any, h: np.ndarray, axis: int = -1) -> np.ndarray:
     """x with every run of n = len(h) elements along `axis` multiplied by h (row vector · h), float64."""
-    arr = np.asarray(x, dtype=np.float64)
+    arr = formats.as_float_array(x, "x").astype(np.float64)
+    h = formats.as_float_array(h, "h").astype(np.float64)
+    if h.ndim != 2 or h.shape[0] != h.shape[1] or h.shape[0] == 0:
+        raise ValueError(f"h must be a square n × n matrix, got shape {h.shape}")
+    if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)):
+        raise TypeError(f"axis must be an integer, got {axis!r:.40}")
+    if not -arr.ndim <= axis < arr.ndim:
+        raise ValueError(f"axis {axis} is out of range for an array of {arr.ndim} axes")
     n = h.shape[0]
     moved = np.moveaxis(arr, axis, -1)
     if moved.shape[-1] % n:

@@ -12,7 +12,7 @@ types, garbage text, format names) mixed with ordinary ones; sizes stay small (b
 budgets' job, tested in test_hardening.py).
 
 Profiles: the default run is `FUZZ_EXAMPLES` examples per function (about a minute on 2 cores in
-total); `LOWPREC_FUZZ=deep` (or the `slow` test) runs 20× more. Outcomes by class are printed with
+total); `LOWPREC_FUZZ=deep` (or the `slow` test) runs 20× more (`LOWPREC_FUZZ_EXAMPLES=N` sets the count). Outcomes by class are printed with
 `-s` (`FUZZ_REPORT`).
 """
 
@@ -39,7 +39,7 @@ from hypothesis import strategies as st
 from lowprec import formats
 
 DEEP = os.environ.get("LOWPREC_FUZZ") == "deep"
-FUZZ_EXAMPLES = int(os.environ.get("LOWPREC_FUZZ_EXAMPLES", 400 if DEEP else 20))
+FUZZ_EXAMPLES = int(os.environ.get("LOWPREC_FUZZ_EXAMPLES", 200 if DEEP else 10))
 CALL_LIMIT_S = 20.0  # per call: generous for 2 busy cores; a hang is minutes
 FUZZ_REPORT: collections.Counter[str] = collections.Counter()
 
