@@ -200,6 +200,15 @@ def cast_metrics(x: np.ndarray, out: CastOutput, fmt: Format, margin: int,
 def block_metrics(xs: np.ndarray, x64: np.ndarray, encode_scales: np.ndarray, scaler: _Scaler,
                   fmt: Format) -> dict[str, np.ndarray]:
     """`cast_metrics` for a block of steps at once: row t is step t cast with encode_scales[t]."""
+    if not isinstance(scaler, _Scaler):
+        raise TypeError(f"scaler must be a DelayedScaler or CurrentScaler, got {type(scaler).__name__}")
+    fmt = formats.get_format(fmt)
+    xs = formats.as_float_array(xs, "xs")
+    x64 = formats.as_float_array(x64, "x64").astype(np.float64, copy=False)
+    encode_scales = formats.as_float_array(encode_scales, "encode_scales")
+    if xs.ndim != 2 or x64.shape != xs.shape or encode_scales.shape != (xs.shape[0],):
+        raise ValueError(f"xs and x64 must be steps × elements of one shape and encode_scales one per step; "
+                         f"got {xs.shape}, {x64.shape}, {encode_scales.shape}")
     s32 = encode_scales.astype(np.float32)[:, None]
     with np.errstate(over="ignore", invalid="ignore"):
         scaled32 = xs * s32  # x · encode_scale rounded to float32, as `_Scaler._cast`

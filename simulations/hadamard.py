@@ -103,6 +103,11 @@ def _crest(x: np.ndarray, n: int, which: np.ndarray) -> float:
 def hadamard_study(shape: Sequence[int] = (64, 256), outlier: float = 100.0, seed: int = 0,
                    signs: Sequence[float] | None = None) -> HadamardStudy:
     """A (M × K) Gaussian with one outlier per row, B (K × N) Gaussian; RHT along K in blocks of 16."""
+    if isinstance(shape, (str, bytes)) or not isinstance(shape, (tuple, list)) or len(shape) != 2 or not all(
+            isinstance(s, (int, np.integer)) and not isinstance(s, bool) for s in shape):
+        raise TypeError(f"shape must be two integers (rows, K), got {shape!r:.60}")
+    if isinstance(outlier, bool) or not isinstance(outlier, (int, float, np.integer, np.floating)):
+        raise TypeError(f"outlier must be a real number, got {outlier!r:.40}")
     m, k = (int(s) for s in shape)
     if m < 1 or k < 1:
         raise ValueError(f"shape must be two positive sizes (rows, K), got {tuple(shape)!r}")
