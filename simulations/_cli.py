@@ -36,9 +36,9 @@ __all__ = ["OUTPUT_OPTIONS", "ProgressFn", "Simulation", "config_or_knobs", "con
 
 ProgressFn = Callable[[int, int], None]
 
-#: the output options every simulation command takes (besides its knobs); --csv only where a
-#: result has a table
-OUTPUT_OPTIONS = ("--json", "--csv", "--html", "--quiet")
+#: the options every simulation command takes besides its knobs: the outputs (--csv only where a
+#: result has a table) and --force (where the record has a `cost()`: lifts the CLI budget)
+OUTPUT_OPTIONS = ("--json", "--csv", "--html", "--quiet", "--force")
 
 
 class Result(Protocol):
