@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, parse_qsl, urlencode
 
 import panel as pn
 import param
@@ -31,6 +31,7 @@ from lowprec.app.lessons import (
 )
 from lowprec.app.widgets import WIDGETS, get_widget_class
 from lowprec.extras import missing_dependency
+from lowprec.app.text import as_text, set_alert
 
 ROUTE_HOME = ""
 SITE_TITLE = "lowprec — low-precision formats, explained bit by bit"
@@ -90,11 +91,11 @@ def build_widget(name: str, params: dict[str, Any] | None = None) -> tuple[Any, 
         message = missing_dependency(exc, f"The {name} widget")
         if message is None:
             raise
-        return None, pn.pane.Alert(message, alert_type="warning")
+        return None, pn.pane.Alert(as_text(message), alert_type="warning")
     try:
         widget = cls(**(params or {}))
     except (ValueError, TypeError) as exc:
-        return None, pn.pane.Alert(f"Invalid parameters for widget {name}: {exc}", alert_type="danger")
+        return None, pn.pane.Alert(as_text(f"Invalid parameters for widget {name}: {exc}"), alert_type="danger")
     return widget, widget
 
 
@@ -113,9 +114,12 @@ def sync_url(placed: list[PlacedWidget], location: Any = None) -> bool:
     """Sync each placed widget's parameters with the URL query (served sessions only; pass a
     `panel.io.location.Location` to sync with another one). Query values a widget refuses show
     as an "Invalid URL parameters" alert in that widget."""
-    location = location if location is not None else pn.state.location
+    oversized: dict[str, int] = {}
+    if location is None:
+        location, oversized = _session_location()
     if location is None:
         return False
+    oversized.update(_drop_oversized_query_values(location))
     for item in placed:
         if item.widget is None:
             continue
@@ -139,11 +143,55 @@ def sync_url(placed: list[PlacedWidget], location: Any = None) -> bool:
             alert = url_alert if url_alert is not None else getattr(widget, "_alert", None)
             if refused and alert is not None:
                 text = ", ".join(f"{prefix}{k}={v!r}" for k, v in refused.items())
-                alert.object = f"Invalid URL parameters: {text}"
-                alert.visible = True
+                set_alert(alert, f"Invalid URL parameters: {text}")
 
         location.sync(widget, url_parameters(widget, item.prefix), on_error=on_error)
+        dropped = [k for k in oversized if k.startswith(item.prefix) and k[len(item.prefix):] in widget.param]
+        if dropped and getattr(widget, "_alert", None) is not None:
+            set_alert(widget._alert, "Invalid URL parameters: " + ", ".join(
+                f"{k} is {oversized[k]} characters long (at most {MAX_QUERY_VALUE}); ignored" for k in dropped))
     return True
+
+
+#: the longest URL query value a page reads (Panel's own query parser fails on integers of more
+#: than 4300 digits, with an HTTP 500; no parameter needs more than a few dozen characters)
+MAX_QUERY_VALUE = 1000
+
+
+def _session_location() -> tuple[Any, dict[str, int]]:
+    """`pn.state.location`, or — when Panel's own parser fails on the query (an integer of
+    thousands of digits: HTTP 500 otherwise) — a Location built from the request with the
+    oversized values removed, and {name: length} of those."""
+    try:
+        return pn.state.location, {}
+    except ValueError:
+        from panel.io.location import Location, _get_location_params
+        from panel.util import edit_readonly
+
+        doc: Any = pn.state.curdoc
+        request = doc.session_context.request
+        params = _get_location_params(request.protocol, request.host, request.uri)
+        pairs = parse_qsl(str(params.get("search", "")).lstrip("?"), keep_blank_values=True)
+        oversized = {k: len(v) for k, v in pairs if len(v) > MAX_QUERY_VALUE}
+        kept = [(k, v) for k, v in pairs if len(v) <= MAX_QUERY_VALUE]
+        params["search"] = ("?" + urlencode(kept)) if kept else ""
+        location = Location()
+        with edit_readonly(location):
+            location.param.update(params)
+        pn.state._locations[doc] = location
+        return location, oversized
+
+
+def _drop_oversized_query_values(location: Any) -> dict[str, int]:
+    """Remove query values longer than MAX_QUERY_VALUE from `location.search` before Panel parses
+    it; returns {name: length} of what was removed."""
+    search = str(getattr(location, "search", "") or "")
+    pairs = parse_qsl(search.lstrip("?"), keep_blank_values=True)
+    oversized = {k: len(v) for k, v in pairs if len(v) > MAX_QUERY_VALUE}
+    if oversized:
+        kept = [(k, v) for k, v in pairs if len(v) <= MAX_QUERY_VALUE]
+        location.search = ("?" + urlencode(kept)) if kept else ""
+    return oversized
 
 
 def lesson_body(lesson: Lesson) -> tuple[list[pn.viewable.Viewable], list[PlacedWidget]]:
@@ -164,7 +212,7 @@ def lesson_body(lesson: Lesson) -> tuple[list[pn.viewable.Viewable], list[Placed
     try:
         blocks = render_blocks(lesson)
     except LessonError as exc:
-        return [pn.pane.Alert(f"Invalid lesson: {exc}", alert_type="danger")], []
+        return [pn.pane.Alert(as_text(f"Invalid lesson: {exc}"), alert_type="danger")], []
     lock: str | None = None  # the prediction whose answer unlocks the next widget
     for block in blocks:
         if isinstance(block, MarkdownBlock):

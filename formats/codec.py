@@ -214,13 +214,39 @@ def as_float_array(x: Any, name: str = "x") -> np.ndarray:
     if kind == "f" and arr.dtype.itemsize < 4:
         return arr.astype(np.float32)  # float16 widens exactly
     if kind in "iub":
-        return arr.astype(np.float64)  # exact up to 2**53
+        return _int_to_float64_odd(arr) if kind in "iu" else arr.astype(np.float64)
     if arr.dtype.kind == "V" or arr.dtype.itemsize == 2:  # ml_dtypes (bfloat16, float8 …) widen exactly
         return arr.astype(np.float32)
     try:
         return arr.astype(np.float32) if arr.dtype.itemsize <= 4 else arr.astype(np.float64)
     except (TypeError, ValueError):
         raise TypeError(f"{name} has dtype {arr.dtype}; expected real numbers") from None
+
+
+def _int_to_float64_odd(arr: np.ndarray) -> np.ndarray:
+    """Integers as float64 rounded to odd: truncated to 53 significant bits, with the last bit set
+    when bits were dropped. Exact up to 2**53; above, the sticky last bit keeps a later rounding to
+    any format of at most 51 significant bits (every lowprec format) single and correct, where
+    `astype(float64)` would round twice (2**62 + 2**38 + 1 → 2**62 in FP32, not 2**62 + 2**39)."""
+    if arr.dtype.itemsize < 8:
+        return arr.astype(np.float64)  # every int32/uint32 is a float64
+    negative = arr < 0 if arr.dtype.kind == "i" else np.zeros(arr.shape, dtype=bool)
+    bits = arr.astype(np.int64 if arr.dtype.kind == "i" else np.uint64).view(np.uint64)
+    magnitude = np.where(negative, ~bits + np.uint64(1), bits)  # |x| as uint64, -2**63 included
+    out = magnitude.astype(np.float64)  # exact where magnitude < 2**53
+    big = magnitude >= np.uint64(1 << 53)
+    if np.any(big):
+        m = magnitude[big]
+        # bit length from the top set bit: 54..64 (frexp of the truncated float is exact enough:
+        # a float64 rounded up to the next power of two only overstates it by one)
+        length = np.frexp((m >> np.uint64(11)).astype(np.float64))[1].astype(np.uint64) + np.uint64(11)
+        shift = length - np.uint64(53)
+        kept = (m >> shift) << shift
+        odd = (kept != m)
+        value = kept.astype(np.float64)  # 53 significant bits: exact
+        value_bits = value.view(np.uint64) | odd.astype(np.uint64)
+        out[big] = value_bits.view(np.float64)
+    return np.where(negative, -out, out)
 
 
 def default_policy(fmt: Format) -> CastPolicy:
@@ -232,6 +258,8 @@ def default_policy(fmt: Format) -> CastPolicy:
 
 
 def _check_policy(fmt: Format, policy: CastPolicy) -> None:
+    if not isinstance(policy, CastPolicy):
+        raise TypeError(f"policy must be a CastPolicy or None, got {type(policy).__name__}")
     if policy.overflow is Overflow.NONFINITE and not (fmt.has_inf or fmt.has_nan):
         raise ValueError(
             f"overflow='nonfinite' needs a format with Inf or NaN; {fmt.name} has neither "
@@ -838,9 +866,11 @@ def _decode_table(fmt: Format, nan_bits: str) -> np.ndarray:
     return table
 
 
-def classify_codes(fmt: Format, codes: np.ndarray | None = None) -> np.ndarray:
+def classify_codes(fmt: str | Format, codes: np.ndarray | None = None) -> np.ndarray:
     """Class of each code: 'zero', 'subnormal', 'normal', 'inf' or 'nan' (all codes by default)."""
-    c = np.arange(fmt.n_codes, dtype=np.int64) if codes is None else np.asarray(codes, np.int64)
+    fmt = get_format(fmt)
+    c = (np.arange(fmt.n_codes, dtype=np.int64) if codes is None
+         else _check_codes(_code_dtype_checked(codes), fmt).astype(np.int64))
     if isinstance(fmt, IntFormat):
         return np.where(c == 0, "zero", "normal").astype("<U9")
     m = fmt.mantissa_bits

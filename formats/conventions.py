@@ -115,8 +115,16 @@ def conventions_table(formats: tuple[FloatFormat, ...] = FLOAT_FORMATS) -> list[
 
     from .codec import decode, encode
 
+    if isinstance(formats, (str, FloatFormat)):
+        formats = (formats,)  # type: ignore[assignment]
+    if not isinstance(formats, (tuple, list)):
+        raise TypeError(f"formats must be a tuple of float formats (or names), got {type(formats).__name__}")
+    checked = tuple(get_format(f) for f in formats)
+    for f in checked:
+        if not isinstance(f, FloatFormat):
+            raise ValueError(f"formats: {f.name} is an integer grid; the conventions table covers float formats")
     rows: list[dict[str, Any]] = []
-    for f in formats:
+    for f in checked:
         probes: dict[str, float] = {
             "max": f.max,
             "overflow (2·max)": 2 * f.max,

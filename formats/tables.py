@@ -139,7 +139,10 @@ def rounding_bin(fmt: str | Format, code: int, policy: CastPolicy | None = None)
     """
     f = get_format(fmt)
     pol = policy or default_policy(f)
-    if not 0 <= int(code) < f.n_codes:
+    if isinstance(code, (bool, np.bool_)) or not isinstance(code, (int, np.integer)):
+        raise TypeError(f"code must be an integer, got {code!r} ({type(code).__name__})")
+    code = int(code)
+    if not 0 <= code < f.n_codes:
         raise ValueError(f"code {code} is out of range for {f.name} (0..{f.n_codes - 1})")
     if pol.rounding is Rounding.STOCHASTIC:
         raise ValueError("stochastic rounding maps a value to two codes at random; it has no bin")

@@ -14,7 +14,9 @@ choices, and a one-line help. Everything else is generated from that record, wit
   controls) and `lowprec.app.lessons` into the parameters a lesson directive may set.
 
 A record may define `cost(self) -> Cost` (memory and time estimated from its values) so every face
-can refuse a request over a budget before running it.
+can refuse a request over a budget before running it: `check_budget(config, budget)` raises
+`BudgetError` (a ConfigError) naming the parameter that pushes the run over, the estimate and the
+budget; `CLI_BUDGET` is the command line's (lifted by `--force`), `APP_BUDGET` a served page's.
 
 This module is a leaf: it imports nothing of lowprec (so `formats`, `simulations` and `app` can all
 use it) and nothing beyond the standard library.
@@ -31,8 +33,13 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping, Sequence, TypeVar
 
 __all__ = [
+    "APP_BUDGET",
+    "Budget",
+    "BudgetError",
+    "CLI_BUDGET",
     "ConfigError",
     "Cost",
+    "check_budget",
     "Knob",
     "add_arguments",
     "config_record",
@@ -165,7 +172,78 @@ class Cost:
     note: str = ""  # what dominates, in words
 
     def describe(self) -> str:
-        return f"≈ {self.bytes / 2**20:.0f} MiB and ≈ {self.seconds:.1f} s" + (f" ({self.note})" if self.note else "")
+        return f"≈ {_bytes_text(self.bytes)} and ≈ {_seconds_text(self.seconds)}" + (f" ({self.note})" if self.note else "")
+
+
+def _bytes_text(n: float) -> str:
+    return f"{n / 2**30:.3g} GiB" if n >= 2**30 else f"{n / 2**20:.3g} MiB"
+
+
+def _seconds_text(s: float) -> str:
+    return f"{s / 3600:.3g} h" if s >= 3600 else f"{s:.3g} s"
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The most one run may take on a face: estimated peak memory and wall time (`Cost`)."""
+
+    bytes: float
+    seconds: float
+    where: str  # whose budget, in words: "the command line", "a page"
+    lift: str = ""  # how to go past it, in words ("give --force on a machine that has the memory"), or ""
+
+    def describe(self) -> str:
+        return f"{_bytes_text(self.bytes)} and {_seconds_text(self.seconds)}"
+
+    def allows(self, cost: Cost) -> bool:
+        return cost.bytes <= self.bytes and cost.seconds <= self.seconds
+
+    def overage(self, cost: Cost) -> float:
+        """How far over: the larger of the two ratios estimate / budget (≤ 1 within budget)."""
+        return max(cost.bytes / self.bytes, cost.seconds / self.seconds)
+
+
+#: what `lowprec simulate` and `python -m lowprec.simulations.NAME` run without `--force`
+CLI_BUDGET = Budget(bytes=4 * 2**30, seconds=120.0, where="the command line",
+                    lift="give --force to run it anyway on a machine that has the memory and time")
+#: what a served page (a widget, its URL state, a lesson directive) runs for one update: every
+#: session shares the server, so one request stays small
+APP_BUDGET = Budget(bytes=512 * 2**20, seconds=2.0, where="a page")
+
+
+class BudgetError(ConfigError):
+    """A run whose estimated cost is over a face's budget; `name` is the parameter that pushes it over."""
+
+
+def check_budget(config: Any, budget: Budget, *, label: Callable[[str], str] | None = None) -> Cost | None:
+    """The record's `cost()` if it is within `budget` (None for a record without one); else
+    BudgetError naming the parameter whose value, set back to its default, brings the estimate
+    down the most (as `label(name)` spells it: `--seq` on the command line)."""
+    cost_of = getattr(config, "cost", None)
+    if cost_of is None:
+        return None
+    cost: Cost = cost_of()
+    if budget.allows(cost):
+        return cost
+    best: tuple[bool, float, str] | None = None  # (not a number?, overage after the reset, name)
+    for k in _knobs(type(config)):
+        value = getattr(config, k.name)
+        if value == k.default:
+            continue
+        try:
+            lower = budget.overage(config.replace(**{k.name: k.default}).cost())
+        except (ValueError, TypeError):  # the default breaks a cross-parameter rule: not the culprit
+            continue
+        candidate = (k.type not in (int, float), lower, k.name)
+        if best is None or candidate < best:
+            best = candidate
+    name = best[2] if best is not None else _knobs(type(config))[0].name
+    numeric = best is not None and not best[0]
+    shown = label(name) if label else name
+    lift = f"; {budget.lift}" if budget.lift else ""
+    raise BudgetError(name, f"{getattr(config, name)!r} makes this run need {cost.describe()}, over "
+                            f"{budget.where}'s budget of {budget.describe()}: "
+                            f"{'lower' if numeric else 'change'} {shown}{lift}", label=shown)
 
 
 def _resolve_type(cls: type, f: dataclasses.Field[Any]) -> type:

@@ -80,6 +80,9 @@ def chunk_rngs(rng: np.random.Generator | None, n_blocks: int) -> list[np.random
     """One generator per chunk, seeded from `rng` (None when `rng` is None)."""
     if rng is None:
         return None
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy.random.Generator (e.g. numpy.random.default_rng(0)) or None, "
+                        f"got {type(rng).__name__}")
     n_chunks = max(1, (n_blocks + CHUNK_BLOCKS - 1) // CHUNK_BLOCKS)
     seeds = rng.integers(0, 2**63 - 1, size=n_chunks, dtype=np.int64)
     return [np.random.default_rng(int(s)) for s in seeds]
@@ -87,6 +90,10 @@ def chunk_rngs(rng: np.random.Generator | None, n_blocks: int) -> list[np.random
 
 def block_grouping(shape: tuple[int, ...], axis: int, block: int, block_2d: bool) -> Granularity:
     """Blocks of `block` along `axis`, or block × block tiles of a 2-D array."""
+    if not isinstance(block_2d, (bool, np.bool_)):
+        raise TypeError(f"block_2d must be True or False, got {block_2d!r}")
+    if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)):
+        raise TypeError(f"axis must be an integer, got {axis!r}")
     if block_2d:
         if len(shape) != 2:
             raise ValueError(f"16×16 weight blocks need a 2-D array, got shape {shape}")

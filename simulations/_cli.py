@@ -10,7 +10,9 @@ command lines, with the same option names and the same behaviour:
 
 Options: one per knob of the record (`--spike-step` for `spike_step`, help ending in the default),
 then the output options `--json OUT` (strict JSON through `lowprec.strictjson`; "-" for stdout),
-`--csv OUT` where the result has a table, `--html OUT` and `--quiet` (no summary). A summary is
+`--csv OUT` where the result has a table, `--html OUT`, `--quiet` (no summary) and `--force`. Before
+any work the output paths are checked (`_io.check_output_path`) and the record's `cost()` against
+`config.CLI_BUDGET` (over it: one line naming the option and the budget; `--force` runs anyway). A summary is
 printed on stdout unless `--quiet` is given or the JSON goes to stdout. Bad values raise the record's
 `ConfigError` naming the option as typed (`--history: must be ≥ 1, got 0`); both faces report it as
 one line with exit status 2. A text option with choices matches them case-insensitively, and a
@@ -25,17 +27,18 @@ from dataclasses import dataclass
 from typing import Any, Callable, Generic, Mapping, Protocol, Sequence, TypeVar
 
 from lowprec import formats, strictjson
-from lowprec.config import ConfigError, Knob, add_arguments, fields_of, from_mapping, from_namespace
+from lowprec.config import (CLI_BUDGET, ConfigError, Knob, add_arguments, check_budget, fields_of, from_mapping,
+                            from_namespace, option_name)
 
-from ._io import STDOUT, ArgumentParser, error_exit, write_text
+from ._io import STDOUT, ArgumentParser, check_output_path, error_exit, write_text
 
 __all__ = ["OUTPUT_OPTIONS", "ProgressFn", "Simulation", "config_or_knobs", "config_values", "run_module"]
 
 ProgressFn = Callable[[int, int], None]
 
-#: the output options every simulation command takes (besides its knobs); --csv only where a
-#: result has a table
-OUTPUT_OPTIONS = ("--json", "--csv", "--html", "--quiet")
+#: the options every simulation command takes besides its knobs: the outputs (--csv only where a
+#: result has a table) and --force (where the record has a `cost()`: lifts the CLI budget)
+OUTPUT_OPTIONS = ("--json", "--csv", "--html", "--quiet", "--force")
 
 
 class Result(Protocol):
@@ -110,6 +113,10 @@ class Simulation(Generic[C, R]):
                             help=f"{self.html_help}; only `lowprec simulate {self.name}` draws (default: not written)")
         parser.add_argument("--quiet", action="store_true", default=False,
                             help="print no summary and no progress bar (default: false)")
+        if hasattr(self.config, "cost"):
+            parser.add_argument("--force", action="store_true", default=False,
+                                help=f"run even when the estimated memory or time is over the command "
+                                     f"line's budget ({CLI_BUDGET.describe()}) (default: false)")
 
     def config_from(self, args: argparse.Namespace) -> C:
         """The record from parsed options; a bad value raises ConfigError naming the option."""
@@ -126,6 +133,10 @@ class Simulation(Generic[C, R]):
             raise ConfigError("html", f"plots are drawn by the app: run `lowprec simulate {self.name} … --html "
                                       f"{args.html}` (this entry point writes data: --json"
                                       f"{', --csv' if self.csv is not None else ''})", label="--html")
+        for option in ("json", "csv", "html"):  # before any work: a bad path fails in no time
+            check_output_path(getattr(args, option, None), f"--{option}")
+        if not getattr(args, "force", False):
+            check_budget(config, CLI_BUDGET, label=option_name)
         result = self.run(config, progress)
         if args.json:
             strictjson.write(result.to_dict(), args.json, indent=None)

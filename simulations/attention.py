@@ -194,7 +194,9 @@ def round_probs(probs: np.ndarray, fmt: Any, rounding: str = "nearest_even", *, 
     f = _check_format(fmt)
     if rounding not in ROUNDINGS:
         raise ValueError(f"rounding={rounding!r} is not one of {', '.join(map(repr, ROUNDINGS))}")
-    p = np.asarray(probs, dtype=np.float64)
+    p = formats.as_float_array(probs, "probs").astype(np.float64)
+    if p.ndim != 2:
+        raise ValueError(f"probs must be a 2-D array (rows × keys), got shape {p.shape}")
     ds = _row_decode_scale(p, f, scale)
     if rounding == "stochastic":
         if not isinstance(rng, np.random.Generator):
@@ -333,6 +335,9 @@ def run_attention(inputs: AttentionInputs, fmt: Any = "E4M3FN", rounding: str = 
                   renormalize: bool = False, masked_rows: str = "raise", seed: int = 0,
                   progress: ProgressFn | None = None) -> AttentionResult:
     """Round P (and V if `v_format`) and measure the error of O = P·V; see the module docstring."""
+    if not isinstance(inputs, AttentionInputs):
+        raise TypeError(f"inputs must be AttentionInputs (make_inputs(…) or three_probs_inputs()), "
+                        f"got {type(inputs).__name__}")
     f = _check_format(fmt)
     if rounding not in ROUNDINGS:
         raise ValueError(f"rounding={rounding!r} is not one of {', '.join(map(repr, ROUNDINGS))}")
@@ -492,12 +497,17 @@ class AttentionConfig:
         d = 1 if self.preset == "three_probs" else self.head_dim
         trials = self.trials if self.rounding == "stochastic" else 1
         return Cost(bytes=q * q * 8 * 24.0 + min(q * q * trials, _TRIAL_ELEMENTS) * 16.0,
-                    seconds=trials * q * q * d * 2e-10 + q * q * 2e-7,
+                    # per trial and entry: the product's share (d MACs) and the draw and compare of
+                    # stochastic rounding (3e-8 s: measured, issue 16, the machine at load ≈ 3.5 / 2 cores
+                    # scaled to a quiet core)
+                    seconds=trials * q * q * (d * 2e-10 + (3e-8 if trials > 1 else 0.0)) + q * q * 2e-7,
                     note=f"{trials} trial(s) of a {q}×{q} by {q}×{d} product")
 
 
 def run_attention_config(config: AttentionConfig, *, progress: ProgressFn | None = None) -> AttentionResult:
     """The experiment `config` describes: its inputs (`seed`), rounded with seed + 1."""
+    if not isinstance(config, AttentionConfig):
+        raise TypeError(f"config must be an AttentionConfig, got {type(config).__name__}")
     v_format = None if config.v_format == NO_V_FORMAT else config.v_format
     result = run_attention(config.inputs(), config.format, config.rounding, scale=config.scale, trials=config.trials,
                            v_format=v_format, renormalize=config.renormalize, seed=config.seed + 1,
@@ -521,6 +531,8 @@ def simulate_attention(seq: int | AttentionConfig | None = None, head_dim: int |
 
 
 def summary_lines(result: AttentionResult) -> list[str]:
+    if not isinstance(result, AttentionResult):
+        raise TypeError(f"result must be an AttentionResult, got {type(result).__name__}")
     return [f"{key}: {value:.6g}" for key, value in result.summary().items()]
 
 
@@ -547,14 +559,29 @@ class ProductExample:
                 "rounded_product": float(self.rounded_product)}
 
 
+def _exact_numbers(name: str, texts: Any) -> list[Fraction]:
+    """Decimal strings (or finite numbers) as exact fractions; ValueError/TypeError naming `name`."""
+    if isinstance(texts, (str, bytes)) or not isinstance(texts, (list, tuple)):
+        raise TypeError(f"{name} must be a sequence of decimal strings such as ('0.6', '0.3'), got {texts!r:.60}")
+    out = []
+    for s in texts:
+        if isinstance(s, bool) or not isinstance(s, (str, int, float, Fraction)):
+            raise TypeError(f"{name}: {s!r:.60} is not a decimal string or a number")
+        try:
+            out.append(Fraction(s))
+        except (ValueError, OverflowError, ZeroDivisionError):
+            raise ValueError(f"{name}: {s!r:.60} is not a finite decimal number") from None
+    return out
+
+
 def attention_product_example(probs: Sequence[str] = ("0.6", "0.3", "0.1"),
                               values: Sequence[str] = ("0", "2", "10"),
                               grid_step: float = 0.25) -> ProductExample:
     """Round P to multiples of `grid_step` (an INT8 grid times the step, nearest-even via `formats`)
     and compare P·V with P̃·V, both summed exactly. Inputs are decimal strings so the exact product is
     the decimal one (0.6·0 + 0.3·2 + 0.1·10 = 8/5)."""
-    p_exact = [Fraction(s) for s in probs]
-    v_exact = [Fraction(s) for s in values]
+    p_exact = _exact_numbers("probs", probs)
+    v_exact = _exact_numbers("values", values)
     if len(p_exact) != len(v_exact) or not p_exact:
         raise ValueError(f"probs and values must be non-empty and of equal length, got "
                          f"{len(p_exact)} and {len(v_exact)}")

@@ -405,6 +405,33 @@ def get_block_convention(name: str | BlockConvention) -> BlockConvention:
 _F32 = np.float32
 
 
+def _expect(value: Any, kind: type, name: str) -> Any:
+    """`value` if it is a `kind` (an enum member may be given by its value); TypeError naming
+    `name` and what is allowed otherwise."""
+    if isinstance(value, kind):
+        return value
+    if issubclass(kind, Enum) and isinstance(value, str):
+        try:
+            return kind(value)
+        except ValueError:
+            allowed = ", ".join(str(m.value) for m in kind)  # type: ignore[attr-defined]
+            raise ValueError(f"{name} must be one of {allowed}; got {value!r}") from None
+    raise TypeError(f"{name} must be a {kind.__name__}, got {type(value).__name__}")
+
+
+def _float32_array(a: Any, name: str) -> np.ndarray:
+    """`a` as a float32 array (real input only: TypeError naming `name` otherwise)."""
+    arr = formats.as_float_array(a, name)
+    return arr if arr.dtype == np.float32 else arr.astype(np.float32)
+
+
+def _float_format(elem: Any) -> FloatFormat:
+    f = formats.get_format(elem)
+    if not isinstance(f, FloatFormat):
+        raise ValueError(f"elem must be a float element format, got the integer grid {f.name}")
+    return f
+
+
 def _bits(a: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(a, dtype=np.float32).view(np.uint32).astype(np.int64)
 
@@ -412,6 +439,9 @@ def _bits(a: np.ndarray) -> np.ndarray:
 def mx_scale_codes(amax: np.ndarray, elem: FloatFormat, rule: MXRule) -> np.ndarray:
     """E8M0 scale codes (uint8) for block amaxes (float32 for the float32 conventions, else any
     float; NaN and ±Inf allowed), by `rule.scale` (see MXScale)."""
+    rule = _expect(rule, MXRule, "rule")
+    elem = _float_format(elem)
+    amax = formats.as_float_array(amax, "amax")
     how = rule.scale
     if how is MXScale.EXACT:
         a = np.asarray(amax, dtype=np.float64)
@@ -465,6 +495,10 @@ def scale_by_multiplier(x: np.ndarray, m: np.ndarray, out: np.ndarray | None = N
     """x · m per row (m one float32 per row) in float32, as torch's broadcast multiply computes it:
     a row whose multiplier is NaN becomes that NaN in every element (the broadcast operand's NaN
     wins over a NaN element's own)."""
+    x = _float32_array(x, "x")
+    m = _float32_array(m, "m")
+    if x.ndim != 2 or m.shape != (x.shape[0],):
+        raise ValueError(f"x must be rows × elements and m one multiplier per row; got shapes {x.shape} and {m.shape}")
     with np.errstate(over="ignore", invalid="ignore"):
         scaled = np.multiply(x, m[:, None], out=out)
     nan_rows = np.isnan(m)
@@ -481,6 +515,7 @@ def mx_element_multipliers(how: MXElementScaling) -> np.ndarray:
     """r(code) for every E8M0 code, float32[256]: elements are scaled as x · r(code) (see
     MXElementScaling; under RECIPROCAL_ONE_AT_ZERO the entry at 0xFF is replaced by the block's NaN
     amax by the caller)."""
+    how = _expect(how, MXElementScaling, "how")
     codes = np.arange(256)
     r = _pow2_f32(E8M0_BIAS - codes)  # 2^(127 − code): 2^127 … 2^−128 (0xFF is overwritten)
     if how is MXElementScaling.EXACT:
@@ -502,7 +537,8 @@ def mx_element_multipliers(how: MXElementScaling) -> np.ndarray:
 
 def torchao_floatx_nan_codes(x: np.ndarray, elem: FloatFormat) -> np.ndarray:
     """The code torchao's `_f32_to_floatx_unpacked` gives each float32 NaN in `x` (see ElementCast)."""
-    bits = _bits(x)
+    elem = _float_format(elem)
+    bits = _bits(_float32_array(x, "x"))
     sign = (bits >> 31) & 1
     mag = bits & 0x7FFFFFFF
     m = elem.mantissa_bits
@@ -513,6 +549,8 @@ def torchao_floatx_nan_codes(x: np.ndarray, elem: FloatFormat) -> np.ndarray:
 
 def element_policy(how: ElementCast, elem: FloatFormat) -> CastPolicy:
     """The CastPolicy an element cast applies to finite and infinite values (its NaN rule aside)."""
+    how = _expect(how, ElementCast, "how")
+    elem = _float_format(elem)
     if how is ElementCast.SATFINITE:
         return formats.policy_for("triton_nvidia", elem)
     if how is ElementCast.TORCH_CLAMPED and elem.has_nan:
@@ -524,6 +562,9 @@ def cast_elements(scaled: np.ndarray, elem: FloatFormat, how: ElementCast,
                   policy: CastPolicy | None = None, rng: np.random.Generator | None = None) -> np.ndarray:
     """Element codes (uint8) of already-scaled values by `how` (see ElementCast); `policy`, when
     given, replaces the OCP cast's policy (stochastic rounding draws from `rng`)."""
+    how = _expect(how, ElementCast, "how")
+    elem = _float_format(elem)
+    scaled = formats.as_float_array(scaled, "scaled")
     if how is ElementCast.OCP:
         return formats.encode(scaled, elem, element_policy(how, elem) if policy is None else policy, rng=rng)
     if how is ElementCast.SATFINITE or (how is ElementCast.TORCH_CLAMPED and elem.has_nan):
@@ -557,7 +598,10 @@ def nvfp4_scales(block_amax: np.ndarray, tensor_amax: float, conv: BlockConventi
     """For NVFP4 blocks: (E4M3 scale codes, the tensor decode scale ts, the per-block element
     multiplier m), elements being scaled as x · m in float32 (see GlobalScale, NVFP4BlockScale,
     NVFP4ElementScaling). Not for EXACT_DIVIDE, which `quantize_nvfp4` computes exactly."""
-    a = np.asarray(block_amax, dtype=np.float32)
+    conv = _expect(conv, BlockConvention, "conv")
+    if isinstance(tensor_amax, (bool, np.bool_)) or not isinstance(tensor_amax, (int, float, np.integer, np.floating)):
+        raise TypeError(f"tensor_amax must be a real number, got {type(tensor_amax).__name__}")
+    a = formats.as_float_array(block_amax, "block_amax").astype(np.float32)
     t = _F32(tensor_amax)
     torch_e4m3 = formats.policy_for("torch", E4M3FN)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):

@@ -75,10 +75,26 @@ COMPARE_BLOCK = 32  # per-block errors are over blocks of 32 along rows, for eve
 BlockTensor = Union[MXTensor, NVFP4Tensor]
 
 
+#: the most elements `sample_tensor` draws (4096 × 4096, the config's bounds)
+MAX_SAMPLES = 4096 * 4096
+
+
 def sample_tensor(distribution: str, shape: Sequence[int], seed: int) -> np.ndarray:
-    """float32 samples: 'normal' N(0, 1), 'student_t' (3 dof), 'lognormal' ±exp(N(0, 2²))."""
+    """float32 samples: 'normal' N(0, 1), 'student_t' (3 dof), 'lognormal' ±exp(N(0, 2²)).
+    At most `MAX_SAMPLES` elements (ValueError beyond: bounded work)."""
+    if distribution not in DISTRIBUTIONS:
+        raise ValueError(f"distribution {distribution!r} is not one of {', '.join(DISTRIBUTIONS)}")
+    if isinstance(shape, (str, bytes)) or not isinstance(shape, (tuple, list)) or not all(
+            isinstance(s, (int, np.integer)) and not isinstance(s, bool) for s in shape):
+        raise TypeError(f"shape must be a tuple of integers, got {shape!r:.80}")
     shp = tuple(int(s) for s in shape)
-    rng = np.random.default_rng(seed)
+    if any(s < 0 for s in shp) or int(np.prod(shp, dtype=object)) > MAX_SAMPLES:
+        raise ValueError(f"shape must have non-negative sides and at most {MAX_SAMPLES} elements, got {shp}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"seed must be an integer, got {seed!r:.40}")
+    if not 0 <= int(seed) < 2**63:
+        raise ValueError(f"seed must be in [0, 2**63), got {seed}")
+    rng = np.random.default_rng(int(seed))
     if distribution == "normal":
         return rng.standard_normal(shp).astype(np.float32)
     if distribution == "student_t":
@@ -414,6 +430,8 @@ def simulate_blocks(config: BlocksConfig | None = None, *, progress: ProgressFn 
 
 
 def summary_lines(result: BlocksResult) -> list[str]:
+    if not isinstance(result, BlocksResult):
+        raise TypeError(f"result must be a BlocksResult, got {type(result).__name__}")
     lines = [f"{e.scheme:>20}: {e.bits_per_element:.4g} bits/element, rms rel error {e.rms_rel_error:.4g}"
              for e in result.entries]
     s = result.selected

@@ -26,7 +26,7 @@ import numpy as np
 
 from lowprec.formats import CastPolicy, FloatFormat, Overflow, code_table, decode, encode, get_format
 
-from ._io import ArgumentParser, write_json
+from ._io import ArgumentParser, check_output_path, error_exit, write_json
 
 # ------------------------------------------------------------------------------------------------
 # correctly rounded arithmetic in a format
@@ -521,6 +521,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                             description="Precision cliffs, each with its defaults; writes JSON.")
     parser.add_argument("--json", metavar="OUT", default="-", help='write the JSON here ("-": stdout) (default: -)')
     args = parser.parse_args(argv)
+    try:
+        check_output_path(args.json, "--json")
+    except ValueError as exc:
+        return error_exit(parser.prog, exc)
     write_json(all_cliffs(), args.json)
     return 0
 

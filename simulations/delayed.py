@@ -119,9 +119,14 @@ class DelayedScaler(_Scaler):
         if algo not in ALGOS:
             raise ValueError(f"algo={algo!r} is not one of {', '.join(repr(a) for a in ALGOS)}")
         self.algo = algo
-        if not (math.isfinite(initial_encode_scale) and initial_encode_scale > 0):
-            raise ValueError(f"initial_encode_scale must be positive and finite, got {initial_encode_scale!r}")
-        self.encode_scale = float(np.float32(initial_encode_scale))
+        if isinstance(initial_encode_scale, bool) or not isinstance(initial_encode_scale, (int, float, np.number)) \
+                or isinstance(initial_encode_scale, (complex, np.complexfloating)):
+            raise TypeError(f"initial_encode_scale must be a real number, got {initial_encode_scale!r}")
+        scale32 = float(np.float32(initial_encode_scale)) if abs(float(initial_encode_scale)) < 2.0**128 else math.inf
+        if not (math.isfinite(scale32) and scale32 > 0):
+            raise ValueError(f"initial_encode_scale must be a positive number that float32 holds "
+                             f"(≈ 1.4e-45 … 3.4e38), got {initial_encode_scale!r}")
+        self.encode_scale = scale32
         self.history: deque[float] = deque(maxlen=self.history_len)
         self.updates = 0
 
@@ -146,7 +151,7 @@ class DelayedScaler(_Scaler):
 
     def quantize(self, x: Any) -> CastOutput:
         """Cast with the held scale, then record x's amax and update (one step)."""
-        arr = np.asarray(x, dtype=np.float32)
+        arr = formats.as_float_array(x).astype(np.float32, copy=False)
         used = self.encode_scale
         codes = self._cast(arr, used)
         amax = tensor_amax(arr)
@@ -159,7 +164,7 @@ class CurrentScaler(_Scaler):
     or not finite)."""
 
     def quantize(self, x: Any) -> CastOutput:
-        arr = np.asarray(x, dtype=np.float32)
+        arr = formats.as_float_array(x).astype(np.float32, copy=False)
         amax = tensor_amax(arr)
         used = scale_from_amax(amax, self.fmt.max, self.margin, 1.0)
         return CastOutput(self._cast(arr, used), used, amax)
@@ -195,6 +200,15 @@ def cast_metrics(x: np.ndarray, out: CastOutput, fmt: Format, margin: int,
 def block_metrics(xs: np.ndarray, x64: np.ndarray, encode_scales: np.ndarray, scaler: _Scaler,
                   fmt: Format) -> dict[str, np.ndarray]:
     """`cast_metrics` for a block of steps at once: row t is step t cast with encode_scales[t]."""
+    if not isinstance(scaler, _Scaler):
+        raise TypeError(f"scaler must be a DelayedScaler or CurrentScaler, got {type(scaler).__name__}")
+    fmt = formats.get_format(fmt)
+    xs = formats.as_float_array(xs, "xs")
+    x64 = formats.as_float_array(x64, "x64").astype(np.float64, copy=False)
+    encode_scales = formats.as_float_array(encode_scales, "encode_scales")
+    if xs.ndim != 2 or x64.shape != xs.shape or encode_scales.shape != (xs.shape[0],):
+        raise ValueError(f"xs and x64 must be steps × elements of one shape and encode_scales one per step; "
+                         f"got {xs.shape}, {x64.shape}, {encode_scales.shape}")
     s32 = encode_scales.astype(np.float32)[:, None]
     with np.errstate(over="ignore", invalid="ignore"):
         scaled32 = xs * s32  # x · encode_scale rounded to float32, as `_Scaler._cast`

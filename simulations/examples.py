@@ -38,7 +38,7 @@ from lowprec.formats import (
 )
 
 from . import examples_blocks, examples_course, examples_extra
-from ._io import ArgumentParser, write_json
+from ._io import ArgumentParser, check_output_path, error_exit, write_json
 from .example_record import Example, Value, as_number, format_number
 from .mx import mx_scale_rule_table
 from .spike import simulate_stream
@@ -476,6 +476,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                                      description="List the worked examples; writes JSON.")
     parser.add_argument("--json", metavar="OUT", help="output file (default: a text listing on stdout)")
     args = parser.parse_args(argv)
+    try:
+        check_output_path(args.json, "--json")
+    except ValueError as exc:
+        return error_exit(parser.prog, exc)
     examples = list_examples()
     if args.json:
         write_json([e.to_dict() for e in examples], args.json)

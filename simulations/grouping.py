@@ -445,6 +445,8 @@ def _fmt(v: float) -> str:
 
 def summary_lines(result: GroupingResult) -> list[str]:
     """The study in a few lines of text."""
+    if not isinstance(result, GroupingResult):
+        raise TypeError(f"result must be a GroupingResult, got {type(result).__name__}")
     s = result.study
     if isinstance(s, OutlierStudy):
         lines = [f"{s.fmt} {s.shape[0]}×{s.shape[1]}, outlier {s.outlier_value:g} at {s.outlier_index}: "

@@ -18,6 +18,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from lowprec import formats
 from lowprec.config import ConfigError, Cost, config_record, knob
 
 from ._cli import ProgressFn, Simulation, config_or_knobs, run_module
@@ -52,7 +53,14 @@ def random_hadamard(n: int = RHT_BLOCK, seed: int | None = 0, signs: Sequence[fl
 
 def apply_blockwise(x: Any, h: np.ndarray, axis: int = -1) -> np.ndarray:
     """x with every run of n = len(h) elements along `axis` multiplied by h (row vector · h), float64."""
-    arr = np.asarray(x, dtype=np.float64)
+    arr = formats.as_float_array(x, "x").astype(np.float64)
+    h = formats.as_float_array(h, "h").astype(np.float64)
+    if h.ndim != 2 or h.shape[0] != h.shape[1] or h.shape[0] == 0:
+        raise ValueError(f"h must be a square n × n matrix, got shape {h.shape}")
+    if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)):
+        raise TypeError(f"axis must be an integer, got {axis!r:.40}")
+    if not -arr.ndim <= axis < arr.ndim:
+        raise ValueError(f"axis {axis} is out of range for an array of {arr.ndim} axes")
     n = h.shape[0]
     moved = np.moveaxis(arr, axis, -1)
     if moved.shape[-1] % n:
@@ -95,6 +103,11 @@ def _crest(x: np.ndarray, n: int, which: np.ndarray) -> float:
 def hadamard_study(shape: Sequence[int] = (64, 256), outlier: float = 100.0, seed: int = 0,
                    signs: Sequence[float] | None = None) -> HadamardStudy:
     """A (M × K) Gaussian with one outlier per row, B (K × N) Gaussian; RHT along K in blocks of 16."""
+    if isinstance(shape, (str, bytes)) or not isinstance(shape, (tuple, list)) or len(shape) != 2 or not all(
+            isinstance(s, (int, np.integer)) and not isinstance(s, bool) for s in shape):
+        raise TypeError(f"shape must be two integers (rows, K), got {shape!r:.60}")
+    if isinstance(outlier, bool) or not isinstance(outlier, (int, float, np.integer, np.floating)):
+        raise TypeError(f"outlier must be a real number, got {outlier!r:.40}")
     m, k = (int(s) for s in shape)
     if m < 1 or k < 1:
         raise ValueError(f"shape must be two positive sizes (rows, K), got {tuple(shape)!r}")
@@ -162,6 +175,8 @@ def simulate_hadamard(config: HadamardConfig | None = None, *, progress: Progres
 
 
 def summary_lines(s: HadamardStudy) -> list[str]:
+    if not isinstance(s, HadamardStudy):
+        raise TypeError(f"s must be a HadamardStudy, got {type(s).__name__}")
     return [f"block crest factor {s.block_crest_before:.3g} → {s.block_crest_after:.3g} with the transform",
             f"rms rel error NVFP4 {s.nvfp4_rms_rel_error_before:.4g} → {s.nvfp4_rms_rel_error_after:.4g}, "
             f"MXFP4 {s.mxfp4_rms_rel_error_before:.4g} → {s.mxfp4_rms_rel_error_after:.4g}",

@@ -151,6 +151,8 @@ def quantize_nvfp4(
     so a large tensor can be quantized in row chunks under the whole tensor's FP32 scale (the recipe
     lab measures it over every chunk first, by the same rule)."""
     conv = get_block_convention(convention)
+    if not isinstance(block_2d, (bool, np.bool_)):
+        raise TypeError(f"block_2d must be True or False, got {block_2d!r}")
     if block_2d and not conv.nvfp4_tiles_2d:
         raise ValueError(f"the {conv.name} convention has NVFP4 1×16 blocks only, not 16×16 tiles")
     if policy is not None and conv.nvfp4_element_cast is not ElementCast.OCP:

@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Callable, Sequence
 
 from lowprec import strictjson
 from lowprec.config import fields_of, add_arguments as add_config_arguments
-from lowprec.config import from_namespace
+from lowprec.config import CLI_BUDGET, check_budget, from_namespace, option_name
 
-from ._io import ArgumentParser, error_exit, write_text
+from ._io import ArgumentParser, check_output_path, error_exit, write_text
 from .recompute_config import RecomputeConfig
 
 if TYPE_CHECKING:
@@ -55,6 +55,9 @@ def add_arguments(parser: argparse.ArgumentParser, html: bool = False) -> None:
                             help="write an offline HTML page of the run (default: not written)")
     parser.add_argument("--quiet", action="store_true",
                         help="no progress bar and no summary (default: off)")
+    parser.add_argument("--force", action="store_true",
+                        help=f"run even when the estimated memory or time is over the command line's "
+                             f"budget ({CLI_BUDGET.describe()}) (default: off)")
 
 
 def build_parser() -> ArgumentParser:
@@ -65,8 +68,15 @@ def build_parser() -> ArgumentParser:
 
 
 def config_from_args(args: argparse.Namespace) -> RecomputeConfig:
-    """The run's record; a bad value raises `ConfigError` naming the option (`--layers`)."""
-    return from_namespace(RecomputeConfig, args)
+    """The run's record, checked before any work: a bad value raises `ConfigError` naming the option
+    (`--layers`), an output path that cannot be written a ValueError naming its option, and a run
+    over `CLI_BUDGET` (without `--force`) a `BudgetError` naming the option that pushes it over."""
+    config = from_namespace(RecomputeConfig, args)
+    for option in ("json", "csv", "html"):
+        check_output_path(getattr(args, option, None), f"--{option}")
+    if not getattr(args, "force", False):
+        check_budget(config, CLI_BUDGET, label=option_name)
+    return config
 
 
 def run_from_args(args: argparse.Namespace,

@@ -138,6 +138,8 @@ def simulate_spike(config: SpikeConfig, *, policy: CastPolicy | None = None,
                    progress: ProgressFn | None = None) -> StreamResult:
     """Run the stream of `config` through a DelayedScaler and a CurrentScaler side by side; `policy`
     is the element cast policy (default `policy_for('ocp', format)`)."""
+    if not isinstance(config, SpikeConfig):
+        raise TypeError(f"config must be a SpikeConfig, got {type(config).__name__}")
     f = formats.get_format(config.format)
     n_steps = config.steps
     src = config.tensor_stream()
@@ -175,6 +177,8 @@ def simulate_stream(config: SpikeConfig | None = None, *, policy: CastPolicy | N
 
 
 def summary_lines(result: StreamResult) -> list[str]:
+    if not isinstance(result, StreamResult):
+        raise TypeError(f"result must be a StreamResult, got {type(result).__name__}")
     cfg = result.config
     c = result.columns()
     at = cfg.spike_step if cfg.stream == "spike" else int(np.argmax(result.amax))

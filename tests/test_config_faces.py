@@ -69,7 +69,8 @@ def parsers(name: str) -> list[argparse.ArgumentParser]:
 def test_command_line_options_are_the_config_fields(name: str) -> None:
     sim = simulation(name)
     knobs = knob_options(sim)
-    outputs = {"--json", "--html", "--quiet"} | ({"--csv"} if sim.csv is not None else set())
+    outputs = ({"--json", "--html", "--quiet"} | ({"--csv"} if sim.csv is not None else set())
+               | ({"--force"} if hasattr(sim.config, "cost") else set()))
     assert outputs <= set(OUTPUT_OPTIONS)
     for parser in parsers(name):
         actions = option_actions(parser)

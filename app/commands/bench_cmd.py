@@ -13,6 +13,7 @@ import importlib
 from typing import Any
 
 from lowprec import strictjson
+from lowprec.simulations._io import check_output_path
 
 BENCHMARKS: dict[str, str] = {
     "formats": "lowprec.benchmarks.formats",
@@ -23,6 +24,7 @@ BENCHMARKS: dict[str, str] = {
     "analyze": "lowprec.benchmarks.analyze",
     "gpu": "lowprec.benchmarks.gpu",
     "app": "lowprec.app.bench",
+    "isolation": "lowprec.app.bench_isolation",
 }
 
 
@@ -40,6 +42,7 @@ def run(args: argparse.Namespace) -> int:
     unknown = [n for n in names if n not in BENCHMARKS]
     if unknown:
         raise ValueError(f"unknown benchmark {unknown[0]!r}; known: {', '.join(BENCHMARKS)}")
+    check_output_path(args.json, "--json")  # before the benchmarks run, not after
     to_stdout = args.json == strictjson.STDOUT
     results: dict[str, Any] = {}
     for name in names:

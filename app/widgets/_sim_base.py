@@ -5,6 +5,14 @@ into the existing sources, and shows a plain-language summary line. Bad input ne
 callback: the simulation's `ValueError`/`TypeError` (a config record's `ConfigError` included)
 becomes a visible "Invalid ..." alert next to the controls and the last good view stays on screen.
 
+Bounded and off the event loop: an update first checks the request against `config.APP_BUDGET`
+(the record's `cost()`; over it, the alert names the parameter and the last view stays). In a served
+session the simulation then runs on a worker thread (`app.work`, at lower OS priority, so the
+server's event loop — every other session's pages and light widgets — stays responsive) while a busy
+spinner shows; a newer change of the same widget supersedes an older run (it stops at its next
+progress report and its result is dropped). Outside a server (tests, notebooks) an update runs
+inline and has finished when `update()` returns.
+
 `@simulation_widget(SIMULATION)` makes a widget the face of a simulation declared in
 `lowprec.simulations` (`simulations._cli.Simulation`): one parameter per knob of its config record
 (`app.params.config_widget`), every one of them watched, typed-entry controls where the record asks
@@ -22,9 +30,11 @@ import param
 from panel.io import hold
 from bokeh.models import ColumnDataSource
 
+from lowprec.app import work
 from lowprec.app.params import config_widget, control_widgets, widget_config
-from lowprec.config import fields_of
+from lowprec.config import APP_BUDGET, check_budget, fields_of
 from lowprec.simulations._cli import Simulation
+from lowprec.app.text import set_alert
 
 W = TypeVar("W", bound=type)
 
@@ -55,7 +65,10 @@ class SimulationWidget(pn.viewable.Viewer):
         self.error: str = ""
         self._alert = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
         self._summary = pn.pane.Markdown("", sizing_mode="stretch_width")
+        self._busy = work.busy_indicator()
+        self._generation = 0  # bumped by every update; a run whose number is older is superseded
         start = time.perf_counter()
+        check_budget(self.config(), APP_BUDGET)  # a lesson directive over the page budget: refused
         result = self._compute()  # defaults must be valid: let a bad constructor argument raise
         data = self._source_data(result)
         self.sources: dict[str, ColumnDataSource] = {
@@ -102,19 +115,71 @@ class SimulationWidget(pn.viewable.Viewer):
         self.update()
 
     def update(self) -> bool:
-        """Recompute and push new data; on bad input show the message and keep the last view."""
+        """Recompute and push new data; on bad input (or a request over the page budget) show the
+        message and keep the last view. Served: the run goes to a worker thread and this returns
+        True once it is submitted (the view follows when it finishes)."""
         start = time.perf_counter()
+        self._generation += 1
+        try:
+            check_budget(self.config(), APP_BUDGET)
+        except (ValueError, TypeError) as exc:
+            self._refuse(exc)
+            return False
+        doc = work.served_document()
+        if doc is not None:
+            self._submit(doc, self._generation, start)
+            return True
         try:
             result = self._compute()
             data = self._source_data(result)
         except (ValueError, TypeError) as exc:
-            self.error = f"Invalid input: {exc}"
-            self._alert.object = self.error
-            self._alert.visible = True
+            self._refuse(exc)
             return False
         self._accept(result, data)
         self.last_update_s = time.perf_counter() - start
         return True
+
+    def _refuse(self, exc: BaseException) -> None:
+        self.error = f"Invalid input: {exc}"
+        set_alert(self._alert, self.error)
+
+    def _run(self, generation: int) -> Any:
+        """The simulation on a worker thread; stops (work.Superseded) once a newer update exists."""
+        def progress(done: int, total: int) -> None:
+            if self._generation != generation:
+                raise work.Superseded()
+
+        if self.simulation is not None and type(self)._compute is SimulationWidget._compute:
+            return self.simulation.run(self.config(), progress)
+        return self._compute()
+
+    def _submit(self, doc: Any, generation: int, start: float) -> None:
+        self._busy.visible = self._busy.value = True
+
+        def compute() -> tuple[Any, dict[str, dict[str, list[Any]]]]:
+            result = self._run(generation)
+            return result, self._source_data(result)
+
+        def finish(outcome: work.Outcome) -> None:
+            if generation != self._generation:
+                return  # superseded: a newer run owns the view and the spinner
+            self._busy.visible = self._busy.value = False
+            if isinstance(outcome.error, (ValueError, TypeError)):
+                self._refuse(outcome.error)
+                return
+            if outcome.error is not None:
+                self._refuse(RuntimeError(f"internal error ({type(outcome.error).__name__}); see the server log"))
+                raise outcome.error
+            result, data = outcome.value
+            self._accept(result, data)
+            self.last_update_s = time.perf_counter() - start
+
+        work.submit(doc, compute, finish)
+
+    @property
+    def busy(self) -> bool:
+        """Whether a run is in progress (served sessions)."""
+        return bool(self._busy.value)
 
     def _accept(self, result: Any, data: dict[str, dict[str, list[Any]]]) -> None:
         # served sessions need Bokeh model changes inside hold() (the document lock, one patch)
@@ -135,7 +200,7 @@ class SimulationWidget(pn.viewable.Viewer):
         return str(self._summary.object)
 
     def __panel__(self) -> pn.viewable.Viewable:
-        controls = pn.Column(*self._controls(), self._alert, width=300)
+        controls = pn.Column(*self._controls(), self._busy, self._alert, width=300)
         body = pn.Column(self._summary, self._plots, sizing_mode="stretch_width")
         return pn.Row(controls, body, sizing_mode="stretch_width")
 

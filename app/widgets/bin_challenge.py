@@ -26,6 +26,7 @@ from lowprec.app.params import config_widget, widget_config
 from lowprec.app.plots.bins import FIELD_COLORS
 from lowprec.config import fields_of
 from lowprec.formats.challenge import Challenge, ChallengeConfig, CodeVerdict, bin_challenge, grouped_bits
+from lowprec.app.text import set_alert
 
 TINT_ALPHA = "33"  # background of a set bit: the field colour at 20 % opacity (text stays dark)
 
@@ -95,8 +96,7 @@ class BinChallenge(pn.viewable.Viewer):
             challenge = bin_challenge(self.config())
         except (ValueError, TypeError) as exc:
             self.error = f"Invalid challenge: {exc}"
-            self._alert.object = self.error
-            self._alert.visible = True
+            set_alert(self._alert, self.error)
             return False
         self.error = ""
         self._alert.visible = False

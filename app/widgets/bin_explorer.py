@@ -34,6 +34,7 @@ from lowprec.formats import BinView, explain_value
 from lowprec.app.params import config_widget, widget_config
 from lowprec.config import fields_of
 from lowprec.formats.explain import ExplainConfig, code_value
+from lowprec.app.text import as_text, set_alert
 
 
 
@@ -118,8 +119,7 @@ class BinExplorer(pn.viewable.Viewer):
             data = bins_sources(view)
         except (ValueError, TypeError) as exc:
             self.error = f"Invalid input: {exc}"
-            self._alert.object = self.error
-            self._alert.visible = True
+            set_alert(self._alert, self.error)
             return False
         self.error = ""
         self._alert.object = ""
@@ -161,7 +161,7 @@ class BinExplorer(pn.viewable.Viewer):
             f"{tie_rule_text(main.policy.rounding.value, main.format)}"
             "</small></div>"
         )
-        self._note.object = view.note
+        self._note.object = as_text(view.note)
         compare_name = view.compare.format if view.compare is not None else "(none)"
         label_legends(self._gap.object, [main.format, compare_name])
         label_legends(self._number_line.object, [compare_name])

@@ -36,6 +36,7 @@ from lowprec.app.plots.conventions import (
 )
 from lowprec.simulations.block_comparison import block_conventions_table
 from lowprec.simulations.examples_blocks import worked_block_comparison
+from lowprec.app.text import set_alert
 
 
 @config_widget(ConventionsConfig)
@@ -92,8 +93,7 @@ class Conventions(pn.viewable.Viewer):
             data = conventions_sources(self.config().format)
         except (ValueError, TypeError) as exc:
             self.error = f"Invalid input: {exc}"
-            self._alert.object = self.error
-            self._alert.visible = True
+            set_alert(self._alert, self.error)
             return False
         self.error = ""
         self._alert.visible = False

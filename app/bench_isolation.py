@@ -1,0 +1,151 @@
+"""Session isolation (issue 16): while three sessions run the heaviest request a page allows, how
+fast does a fourth session's BinExplorer answer, and how fast does a new visitor's page load?
+
+A `lowprec serve` on a free port; headless Chromium (Debian's, through Playwright, as the browser
+tests) opens three AttentionRounding pages at the page budget's edge (`HEAVY`: stochastic rounding,
+estimated just under `config.APP_BUDGET`) and re-requests them (a new seed) every `RELOAD_S`, so
+the worker pool never idles; meanwhile a fourth page types values into BinExplorer and times each
+reply (from Enter to the new plot data in the page), and fresh BinExplorer pages are loaded and
+timed to the first rendered plot. Figures: p50/p95/max of the update, the page loads, the
+machine's load average and cores. `baseline=True` serves with `LOWPREC_APP_INLINE=1` (every run on
+the event loop, as before) for comparison. Targets: update p95 ≤ 0.5 s, page load ≤ 3 s.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from typing import Any
+
+from lowprec.app.work import INLINE_ENV
+from lowprec.config import APP_BUDGET
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+#: the heaviest request class a page accepts: stochastic attention just under APP_BUDGET's 2 s
+HEAVY = {"seq": 256, "trials": 600, "rounding": "stochastic"}
+RELOAD_S = 2.0
+UPDATE_TARGET_S = 0.5
+PAGE_TARGET_S = 3.0
+
+_RENDERED = ("() => window.Bokeh !== undefined && Bokeh.documents.length > 0"
+             " && Bokeh.index !== undefined && Object.keys(Bokeh.index).length > 0")
+_X_DATA = """() => { for (const doc of Bokeh.documents) for (const m of doc.all_models) {
+  const d = m.data; if (!d || typeof d !== 'object') continue;
+  const get = (k) => d instanceof Map ? d.get(k) : d[k];
+  if (get('x') !== undefined && get('interval') !== undefined) return JSON.stringify(Array.from(get('x')));
+} return null; }"""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def run(quick: bool = False, baseline: bool = False) -> dict[str, float | str]:
+    import playwright.sync_api as pw
+
+    from lowprec.config import from_mapping
+    from lowprec.simulations.attention import AttentionConfig
+
+    heavy_cost = from_mapping(AttentionConfig, HEAVY).cost()
+    assert APP_BUDGET.allows(heavy_cost), "HEAVY must be inside the page budget"
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    env = dict(os.environ, **({INLINE_ENV: "1"} if baseline else {}))
+    server = subprocess.Popen([sys.executable, "-m", "lowprec.app.cli", "serve", "--no-show", "--port", str(port)],
+                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    updates: list[float] = []
+    loads: list[float] = []
+    n_updates = 10 if quick else 30
+    n_loads = 3 if quick else 6
+    try:
+        end = time.monotonic() + 90
+        while True:
+            try:
+                with urllib.request.urlopen(url + "/", timeout=5):
+                    break
+            except OSError:
+                if time.monotonic() > end:
+                    raise RuntimeError("the server did not start") from None
+                time.sleep(0.3)
+        with pw.sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            context = browser.new_context()
+            context.set_default_timeout(180_000)  # a loaded machine: report slow, do not crash
+            context.set_default_navigation_timeout(180_000)
+            light = context.new_page()
+            light.goto(url + "/widget/BinExplorer")
+            light.wait_for_function(_RENDERED, timeout=120_000)
+            heavy = [context.new_page() for _ in range(3)]
+            seed = 0
+
+            def reload_heavy() -> None:
+                nonlocal seed
+                for page in heavy:
+                    seed += 1
+                    query = "&".join(f"{k}={v}" for k, v in HEAVY.items())
+                    page.goto(f"{url}/widget/AttentionRounding?{query}&seed={seed}", wait_until="commit")
+
+            reload_heavy()
+            time.sleep(RELOAD_S)  # the heavy runs are under way
+            last_reload = time.monotonic()
+            box = light.get_by_placeholder("3.3, 1e-3, -0, inf, nan, 0x1.8p3")
+            load_avg_start = os.getloadavg()[0]
+            for i in range(n_updates):
+                if time.monotonic() - last_reload > RELOAD_S:
+                    reload_heavy()
+                    last_reload = time.monotonic()
+                before = light.evaluate(_X_DATA)
+                box.fill(repr(1.0 + 0.37 * (i + 1)))
+                t0 = time.perf_counter()
+                box.press("Enter")
+                light.wait_for_function(f"() => ({_X_DATA})() !== {before!r}", timeout=120_000, polling=10)
+                updates.append(time.perf_counter() - t0)
+                if i % max(1, n_updates // n_loads) == 0 and len(loads) < n_loads:
+                    fresh = context.new_page()
+                    t0 = time.perf_counter()
+                    fresh.goto(url + "/widget/BinExplorer")
+                    fresh.wait_for_function(_RENDERED, timeout=120_000, polling=10)
+                    loads.append(time.perf_counter() - t0)
+                    fresh.close()
+            load_avg_end = os.getloadavg()[0]
+            browser.close()
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+    return {
+        "mode": "inline (baseline)" if baseline else "worker pool",
+        "heavy_request": ", ".join(f"{k}={v}" for k, v in HEAVY.items()) + f" (estimate {heavy_cost.describe()})",
+        "update_p50_s": round(statistics.median(updates), 3),
+        "update_p95_s": round(_percentile(updates, 0.95), 3),
+        "update_max_s": round(max(updates), 3),
+        "updates": len(updates),
+        "page_load_median_s": round(statistics.median(loads), 3),
+        "page_load_max_s": round(max(loads), 3),
+        "page_loads": len(loads),
+        "update_within_target": "yes" if _percentile(updates, 0.95) <= UPDATE_TARGET_S else "NO",
+        "page_load_within_target": "yes" if max(loads) <= PAGE_TARGET_S else "NO",
+        "load_average_1min": f"{load_avg_start:.1f} → {load_avg_end:.1f}",
+        "cores": str(os.cpu_count()),
+    }
+
+
+if __name__ == "__main__":
+    import json
+
+    print(json.dumps(run(quick="--quick" in sys.argv, baseline="--baseline" in sys.argv), indent=1))
