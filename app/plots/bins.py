@@ -19,6 +19,7 @@ from bokeh.models.annotations import LabelSet
 from bokeh.models.widgets.tables import DataTable, TableColumn
 from bokeh.plotting import figure
 
+from lowprec.app.theme import refresh_on_data_change
 from lowprec.formats import BinView
 
 from .style import (
@@ -208,7 +209,8 @@ def summary_table(source: ColumnDataSource) -> DataTable:
         ("format", "format", 70), ("code", "code", 60), ("bits", "bits", 130),
         ("value", "value", 100), ("exact", "exact", 120), ("cls", "class", 70),
         ("error", "error", 100), ("rel_error", "rel. error", 80))]
-    return DataTable(source=source, columns=cols, height=90, width=760, index_position=None)
+    return refresh_on_data_change(DataTable(source=source, columns=cols, height=90, width=760,
+                                            index_position=None))
 
 
 def code_table_figure(source: ColumnDataSource) -> DataTable:
@@ -216,7 +218,8 @@ def code_table_figure(source: ColumnDataSource) -> DataTable:
     cols = [TableColumn(field=k, title=t, width=w) for k, t, w in (
         ("hex", "code", 60), ("bits", "bits", 90), ("cls", "class", 80), ("value", "value", 100),
         ("exact", "exact", 120), ("gap", "gap to next", 90))]
-    return DataTable(source=source, columns=cols, height=300, width=600, index_position=None)
+    return refresh_on_data_change(DataTable(source=source, columns=cols, height=300, width=600,
+                                            index_position=None))
 
 
 def bins_layout(view: BinView) -> Any:

@@ -16,11 +16,24 @@ from typing import Any
 import numpy as np
 from bokeh.layouts import gridplot
 from bokeh.models import ColumnDataSource, HoverTool
-from bokeh.models.annotations import Slope
+from bokeh.models.annotations import Label, Slope
 from bokeh.plotting import figure
 
 from .attention import attention_sources
-from .style import CURRENT_COLOR, DELAYED_COLOR, ERROR_COLOR, HIGHLIGHT_COLOR
+from .style import CURRENT_COLOR, DELAYED_COLOR, ERROR_COLOR, HIGHLIGHT_COLOR, INK
+
+#: renderers and notes shown only under stochastic / only under nearest rounding (`show_rounding`)
+STOCHASTIC_ONLY = "stochastic-only"
+NEAREST_ONLY = "nearest-only"
+
+
+def show_rounding(layout: Any, stochastic: bool) -> None:
+    """Show the Monte-Carlo marks of the figures under stochastic rounding, and the note that
+    replaces them under nearest rounding (every trial is the same there)."""
+    for model in layout.select({"name": STOCHASTIC_ONLY}):
+        model.visible = stochastic
+    for model in layout.select({"name": NEAREST_ONLY}):
+        model.visible = not stochastic
 
 
 def attention_widget_columns(result: Any) -> dict[str, dict[str, list[Any]]]:
@@ -61,19 +74,26 @@ def attention_widget_figures(sources: dict[str, ColumnDataSource], width: int = 
     first.scatter("first_order", "exact", source=sources["first_order"], size=3, alpha=0.5, color=CURRENT_COLOR)
     first.add_layout(Slope(gradient=1, y_intercept=0, line_color=HIGHLIGHT_COLOR, line_dash="dashed"))
 
-    var = figure(title="variance of ΔO: Monte-Carlo vs Σ V² Var(e) (0 when nearest)", width=width, height=340,
+    var = figure(title="variance of ΔO: Monte-Carlo vs Σ V² Var(e)", width=width, height=340,
                  tools=tools,
                  x_axis_label="analytic variance", y_axis_label="Monte-Carlo variance")
-    var.scatter("analytic", "monte_carlo", source=sources["variance"], size=3, alpha=0.5, color=DELAYED_COLOR)
-    var.add_layout(Slope(gradient=1, y_intercept=0, line_color=HIGHLIGHT_COLOR, line_dash="dashed"))
+    var.scatter("analytic", "monte_carlo", source=sources["variance"], size=3, alpha=0.5, color=DELAYED_COLOR,
+                name=STOCHASTIC_ONLY)
+    var.add_layout(Slope(gradient=1, y_intercept=0, line_color=HIGHLIGHT_COLOR, line_dash="dashed",
+                         name=STOCHASTIC_ONLY))
+    # nearest rounding has no variance: say so instead of drawing an empty box
+    var.add_layout(Label(x=12, y=150, x_units="screen", y_units="screen", name=NEAREST_ONLY, visible=False,
+                         text="nearest rounding is deterministic:\nevery trial gives the same P̃,\nso there "
+                              "is no variance to draw", text_font_size="12px", text_color=INK))
 
     bias = figure(title="mean error per output element (band: expected ± 3 SE)", width=width, height=420,
                   tools=tools, x_axis_label="output element (row-major)", y_axis_label="mean ΔO")
     bias.varea(x="index", y1="lower", y2="upper", source=sources["bias"], fill_alpha=0.25, color=HIGHLIGHT_COLOR,
-               legend_label="expected ± 3 SE")
-    bias.scatter("index", "nearest", source=sources["bias"], size=3, color=ERROR_COLOR, legend_label="nearest")
+               legend_label="expected ± 3 SE", name=STOCHASTIC_ONLY)
     bias.scatter("index", "mc_mean", source=sources["bias"], size=3, color=CURRENT_COLOR,
-                 legend_label="stochastic: trial mean")
+                 legend_label="stochastic: trial mean", name=STOCHASTIC_ONLY)
+    # drawn after the trial means, so the deterministic error stays visible on top
+    bias.scatter("index", "nearest", source=sources["bias"], size=3, color=ERROR_COLOR, legend_label="nearest")
     bias.scatter("index", "mc_mean", source=sources["renorm"], size=3, color=DELAYED_COLOR, marker="triangle",
                  legend_label="renormalised: trial mean")
     bias.line("index", "predicted", source=sources["renorm"], color=DELAYED_COLOR, line_dash="dotted",
