@@ -319,8 +319,17 @@ COLUMN_CSS = """
 
 
 def frame(objects: list[Any], chrome: Chrome) -> tuple[pn.Column, dict[str, Any]]:
-    """The page's Panel root (its objects styled for the site) and the template variables."""
-    root = pn.Column(*objects, sizing_mode="stretch_width", stylesheets=[ROOT_CSS],
+    """The page's Panel root (its objects styled for the site) and the template variables. A
+    widget (a `pn.viewable.Viewer`) is placed as its view, which remembers the widget in
+    `_lowprec_widget` (the export finds a widget's controls through it)."""
+    views = []
+    for obj in objects:
+        if isinstance(obj, pn.viewable.Viewer):
+            view = pn.panel(obj)
+            view._lowprec_widget = obj
+            obj = view
+        views.append(obj)
+    root = pn.Column(*views, sizing_mode="stretch_width", stylesheets=[ROOT_CSS],
                      css_classes=["lp-page"], design=LowprecDesign, margin=0)
     finish(root)
     return root, template_variables(chrome)

@@ -294,6 +294,7 @@ def style_bokeh(model: Any) -> Any:
             if TABLE_CSS not in m.stylesheets:
                 m.stylesheets = list(m.stylesheets) + [TABLE_CSS]
             refresh_on_data_change(m)
+            m.reorderable = False  # column drag needs jquery-ui, which Bokeh does not ship
             _stretch(m)
         elif isinstance(m, GridPlot):
             m.sizing_mode = "stretch_width"

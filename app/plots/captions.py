@@ -49,6 +49,15 @@ def _attention(result: Any) -> str:
     else:
         text += ("Nearest rounding is deterministic: every trial gives the same P̃, so there is no variance "
                  "to draw and the mean error is nearest rounding's own error.")
+    out = getattr(result, "out_exact", None)
+    probs = getattr(result, "probs", None)
+    if out is not None and probs is not None:
+        from .widget_attention import drawn_every
+
+        k_out, k_p = drawn_every(out.size), drawn_every(probs.size)
+        if k_out > 1 or k_p > 1:
+            text += (f" For legibility the scatters draw every {k_p}th of the {probs.size} probabilities and every "
+                     f"{k_out}th of the {out.size} output elements (row-major).")
     return text
 
 

@@ -36,25 +36,43 @@ def show_rounding(layout: Any, stochastic: bool) -> None:
         model.visible = not stochastic
 
 
+#: a scatter of more than THIN_ABOVE points draws every k-th entry (row-major), about THIN_TO of
+#: them: the page stays light (an exported lesson carries two widgets and their states) and the
+#: plot readable; `drawn_every` says which k, and the caption says so
+THIN_ABOVE = 4096
+THIN_TO = 2048
+
+
+def drawn_every(n: int) -> int:
+    """The stride k of the entries drawn out of `n` (1: all of them)."""
+    return 1 if n <= THIN_ABOVE else math.ceil(n / THIN_TO)
+
+
 def attention_widget_columns(result: Any) -> dict[str, dict[str, list[Any]]]:
     """`attention_sources(result)` plus `probs` (P, P̃ of trial 0 per entry) and `renorm` (mean error
-    of renormalised rows and its first-order prediction per output element; NaN when off)."""
+    of renormalised rows and its first-order prediction per output element; empty when off), each
+    thinned to every `drawn_every(n)`-th entry when there are more than MAX_POINTS."""
     data = attention_sources(result)
     del data["delta_p"], data["row_mass"]  # not drawn here (the P̃-vs-P scatter shows ΔP)
-    p = result.probs.reshape(-1)
-    q, k = result.probs.shape
-    data["probs"] = {
-        "p": p.tolist(),
-        "p_rounded": result.probs_rounded.reshape(-1).tolist(),
-        "query": np.repeat(np.arange(q), k).tolist(),
-        "key": np.tile(np.arange(k), q).tolist(),
-    }
     n = result.out_exact.size
+    k = drawn_every(n)
+    if k > 1:
+        for name in ("first_order", "variance", "bias"):
+            data[name] = {col: values[::k] for col, values in data[name].items()}
+    p = result.probs.reshape(-1)
+    q, keys = result.probs.shape
+    kp = drawn_every(p.size)
+    data["probs"] = {
+        "p": p[::kp].tolist(),
+        "p_rounded": result.probs_rounded.reshape(-1)[::kp].tolist(),
+        "query": np.repeat(np.arange(q), keys)[::kp].tolist(),
+        "key": np.tile(np.arange(keys), q)[::kp].tolist(),
+    }
     if result.mc_mean_error_renorm is not None and result.renorm_bias_first_order is not None:
-        renorm = {"index": list(range(n)), "mc_mean": result.mc_mean_error_renorm.reshape(-1).tolist(),
-                  "predicted": result.renorm_bias_first_order.reshape(-1).tolist()}
+        renorm = {"index": list(range(0, n, k)), "mc_mean": result.mc_mean_error_renorm.reshape(-1)[::k].tolist(),
+                  "predicted": result.renorm_bias_first_order.reshape(-1)[::k].tolist()}
     else:
-        renorm = {"index": list(range(n)), "mc_mean": [math.nan] * n, "predicted": [math.nan] * n}
+        renorm = {"index": [], "mc_mean": [], "predicted": []}  # renormalisation off: nothing to draw
     data["renorm"] = renorm
     return data
 

@@ -188,6 +188,33 @@
     });
   }
 
+  // ---------------------------------------------------------------- exported pages: compact states
+  // The export writes, per live control, the final value of every Bokeh property its values change
+  // (a JSON patch per value, in <script id="lp-offline">); choosing a value applies its patch.
+  var offline = null;
+  function offlineConfig() {
+    if (offline === null) {
+      var el = document.getElementById("lp-offline");
+      try { offline = el ? JSON.parse(el.textContent) : {}; } catch (e) { offline = {}; }
+    }
+    return offline;
+  }
+  window.lowprecOffline = {
+    config: offlineConfig,
+    apply: function (control) {
+      var entry = (offlineConfig().states || {})[control.id];
+      if (!entry) return false;
+      var value = control.value;
+      var key = typeof value === "string" ? value : JSON.stringify(value);
+      var patch = entry.states[key];
+      if (!patch) return false;
+      var doc = control.document || (window.Bokeh && Bokeh.documents[0]);
+      doc.apply_json_patch(patch);
+      schedule();
+      return true;
+    }
+  };
+
   // ---------------------------------------------------------------- start
   var pending = null;
   function refresh() {
@@ -196,6 +223,7 @@
     labelPlots();
   }
   function schedule() { if (!pending) pending = setTimeout(refresh, 60); }
+  window.lowprecRefresh = schedule;
   var watched = new WeakSet();
   function watchDocs() {
     if (!window.Bokeh || !Bokeh.documents) return false;
