@@ -357,29 +357,47 @@ def finish(root: Any) -> None:
         pane.sizing_mode = "stretch_width"
 
 
-#: figures of a grid: side by side while they fit, one under the other at phone width
+#: figures of a grid or row: side by side while they fit, one under the other at phone width
 FLEX_CSS = """
 :host { max-width: 100%; min-width: 0 !important; }
 div { flex: 1 1 340px; min-width: 0; }
 """
 
 
-def _flex_gridplots(root: Any) -> None:
-    """Replace each Bokeh grid of figures by a wrapping Panel FlexBox of the same figures (a grid
-    keeps its columns at any width and overflows a phone screen)."""
+def _panelize(model: Any) -> Any:
+    """A Bokeh layout of figures as Panel layouts that wrap: rows and grids become FlexBoxes,
+    columns Columns; each figure gets its own pane (the same models: the widget keeps updating them)."""
+    from bokeh.models import Column as BkColumn
     from bokeh.models import GridPlot
+    from bokeh.models import Row as BkRow
+
+    if isinstance(model, GridPlot):
+        figures = [child for child, _, _ in sorted(model.children, key=lambda c: (c[1], c[2]))]
+        for fig in figures:
+            if getattr(fig, "toolbar_location", "x") is None:
+                fig.toolbar_location = "right"
+        return pn.FlexBox(*[_panelize(f) for f in figures], sizing_mode="stretch_width", stylesheets=[FLEX_CSS])
+    if isinstance(model, BkRow):
+        return pn.FlexBox(*[_panelize(c) for c in model.children], sizing_mode="stretch_width",
+                          stylesheets=[FLEX_CSS])
+    if isinstance(model, BkColumn):
+        return pn.Column(*[_panelize(c) for c in model.children], sizing_mode="stretch_width",
+                         stylesheets=[COLUMN_CSS], margin=0)
+    return pn.pane.Bokeh(model, sizing_mode="stretch_width")
+
+
+def _flex_gridplots(root: Any) -> None:
+    """Replace each Bokeh layout of figures (grid, row, column) by Panel layouts that wrap at narrow
+    widths (a Bokeh grid or row keeps its columns at any width and overflows a phone screen)."""
+    from bokeh.models import Column as BkColumn
+    from bokeh.models import GridPlot
+    from bokeh.models import Row as BkRow
 
     for parent in root.select(pn.layout.ListPanel):
         for i, obj in enumerate(list(parent.objects)):
             model = obj.object if isinstance(obj, pn.pane.Bokeh) else None
-            if not isinstance(model, GridPlot):
-                continue
-            figures = [child for child, _, _ in sorted(model.children, key=lambda c: (c[1], c[2]))]
-            for fig in figures:
-                fig.toolbar_location = "right"
-            box = pn.FlexBox(*[pn.pane.Bokeh(fig, sizing_mode="stretch_width") for fig in figures],
-                             sizing_mode="stretch_width", stylesheets=[FLEX_CSS])
-            parent[i] = box
+            if isinstance(model, (GridPlot, BkRow, BkColumn)):
+                parent[i] = _panelize(model)
 
 
 def use_in_session(variables: dict[str, Any], title: str) -> None:

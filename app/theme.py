@@ -113,8 +113,11 @@ TABLE_CSS = """
 .slick-row.odd .slick-cell { background: var(--lp-surface) !important; }
 .slick-cell.active, .slick-cell:focus { outline: 2px solid var(--lp-focus) !important; }
 .slick-viewport { background: var(--lp-bg) !important; }
-:host { max-width: 100%; }
+:host { max-width: 100%; overflow: hidden; }
 """
+#: stylesheet given to every figure: nothing drawn outside its box (a phone-width page never
+#: scrolls sideways because of a legend or a glyph's overlay)
+FIGURE_CSS = ":host { max-width: 100%; overflow: hidden; }"
 
 
 def refresh_on_data_change(table: Any) -> Any:
@@ -234,9 +237,9 @@ def _style_figure(fig: Any) -> None:
             n = len(legend.items)
             legend.location = "top_left"
             legend.orientation = "horizontal" if n <= 2 else "vertical"
-            if n > 2:
-                legend.ncols = 2
             fig.add_layout(legend, "below")
+        elif legend in fig.below and legend.ncols not in (None, 1, "auto"):
+            legend.ncols = 1  # one column: a narrow plot keeps its legend inside the page
     fig.toolbar.autohide = True
     fig.min_border_left = max(int(fig.min_border_left or 0), 40)
     _alt_text(fig)
@@ -273,7 +276,7 @@ def _stretch(model: Any) -> None:
         model.sizing_mode = "stretch_width"
         if width:
             model.max_width = int(width)
-        model.min_width = min(int(width or 280), 280)
+        model.min_width = min(int(width or 240), 240)
 
 
 def style_bokeh(model: Any) -> Any:
@@ -290,6 +293,8 @@ def style_bokeh(model: Any) -> Any:
         if isinstance(m, Plot):
             _style_figure(m)
             _stretch(m)
+            if FIGURE_CSS not in m.stylesheets:
+                m.stylesheets = list(m.stylesheets) + [FIGURE_CSS]
         elif isinstance(m, DataTable):
             if TABLE_CSS not in m.stylesheets:
                 m.stylesheets = list(m.stylesheets) + [TABLE_CSS]

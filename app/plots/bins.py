@@ -143,6 +143,13 @@ def bins_sources(view: BinView) -> dict[str, dict[str, list[Any]]]:
     }
 
 
+def swatch(field: str) -> str:
+    """A field's colour key for HTML text: a coloured square (no text, so no contrast to fail) and
+    the field's name in the text colour."""
+    return (f"<span style='display:inline-block;width:0.8em;height:0.8em;vertical-align:-0.05em;"
+            f"background:{FIELD_COLORS[field]}'></span> {field}")
+
+
 def toggle_css(field: str) -> str:
     """Stylesheet of a bit toggle in its field's colour (filled when the bit is 1), with a visible
     keyboard focus ring."""

@@ -50,7 +50,8 @@
       var want = theme === "dark" ? lightToDark[base.toLowerCase()] : base;
       if (c !== want) { (changes = changes || {})[p] = withColour(v, want); }
     });
-    if (changes) { try { m.setv(changes); } catch (e) { /* a read-only property: leave it */ } }
+    // {sync: false}: a theme is a view of the page, never sent back to a server session
+    if (changes) { try { m.setv(changes, {sync: false}); } catch (e) { /* a read-only property: leave it */ } }
   }
   function eachModel(fn) {
     if (!window.Bokeh || !Bokeh.documents) return;
@@ -188,6 +189,74 @@
     });
   }
 
+  // ---------------------------------------------------------------- names for unnamed controls
+  // Bokeh's slider handles and number spinners come without accessible names; give them the
+  // widget's own label ("history", "Increase seed").
+  function eachShadowRoot(fn) {
+    var walk = function (root) {
+      var all = root.querySelectorAll("*");
+      for (var i = 0; i < all.length; i++) {
+        if (all[i].shadowRoot) { fn(all[i].shadowRoot); walk(all[i].shadowRoot); }
+      }
+    };
+    walk(document);
+  }
+  function titleIn(root) {
+    var t = root.querySelector(".bk-slider-title, label");
+    var text = t ? (t.textContent || "").trim() : "";
+    return text.replace(/:\s*[^:]*$/, "").replace(/\s+/g, " ") || "value";
+  }
+  function labelControls() {
+    eachShadowRoot(function (root) {
+      root.querySelectorAll('[role="slider"]:not([aria-label])').forEach(function (el) {
+        el.setAttribute("aria-label", titleIn(root));
+      });
+      root.querySelectorAll('input[type="checkbox"]:not([aria-label]), input[type="radio"]:not([aria-label])').forEach(function (el) {
+        var text = ((el.parentElement && el.parentElement.textContent) || "").trim() || titleIn(root);
+        el.setAttribute("aria-label", text);
+      });
+      var name = null;
+      root.querySelectorAll(".bk-spin-btn-up:not([aria-label]), .bk-spin-btn-down:not([aria-label])").forEach(function (el) {
+        name = name || titleIn(root);
+        el.setAttribute("aria-label", (el.classList.contains("bk-spin-btn-up") ? "Increase " : "Decrease ") + name);
+        el.setAttribute("title", el.getAttribute("aria-label"));
+      });
+    });
+  }
+
+  // ---------------------------------------------------------------- keep keyboard focus
+  // A Bokeh button redraws itself when its label changes (a bit toggle flipped with the space bar),
+  // and the focus would fall back to the page: put it back on the redrawn button.
+  // (Focus events do not reach the document while focus moves inside shadow trees, so the focused
+  // element is sampled.)
+  var focusHost = null, focusAt = 0;
+  function deepActive() {
+    var a = document.activeElement;
+    while (a && a.shadowRoot && a.shadowRoot.activeElement) a = a.shadowRoot.activeElement;
+    return a;
+  }
+  function watchFocus() {
+    var a = deepActive();
+    if (a && a.tagName === "BUTTON") {
+      var root = a.getRootNode && a.getRootNode();
+      var host = root && root.host;
+      if (host && host.classList && (host.classList.contains("bk-Toggle") || host.classList.contains("bk-Button"))) {
+        focusHost = host; focusAt = Date.now(); return;
+      }
+    }
+    if (a && a !== document.body && a !== document.documentElement) { focusHost = null; return; }
+    restoreFocus();
+  }
+  setInterval(watchFocus, 150);
+  window.lowprecFocusState = function () {
+    return {host: !!focusHost, connected: !!(focusHost && focusHost.isConnected), age: Date.now() - focusAt};
+  };
+  function restoreFocus() {
+    if (!focusHost || !focusHost.isConnected || Date.now() - focusAt > 4000) return;
+    var button = focusHost.shadowRoot && focusHost.shadowRoot.querySelector("button");
+    if (button) { try { button.focus({preventScroll: true}); } catch (e) { /* gone */ } }
+  }
+
   // ---------------------------------------------------------------- exported pages: compact states
   // The export writes, per live control, the final value of every Bokeh property its values change
   // (a JSON patch per value, in <script id="lp-offline">); choosing a value applies its patch.
@@ -221,6 +290,7 @@
     pending = null;
     recolourAll();
     labelPlots();
+    labelControls();
   }
   function schedule() { if (!pending) pending = setTimeout(refresh, 60); }
   window.lowprecRefresh = schedule;

@@ -22,13 +22,13 @@ from panel.io import hold
 
 from lowprec import formats
 from lowprec.app.plots.bins import (
-    FIELD_COLORS,
     bins_sources,
     code_table_figure,
     gap_figure,
     label_legends,
     number_line_figure,
     summary_table,
+    swatch,
     toggle_css,
 )
 from lowprec.formats import BinView, explain_value
@@ -165,8 +165,7 @@ class BinExplorer(pn.viewable.Viewer):
         if own is not None:
             interval = (f"{'[' if own.lo_closed else '('}{own.lo:.8g}, {own.hi:.8g}"
                         f"{']' if own.hi_closed else ')'}")
-        colours = " ".join(f"<span style='color:{FIELD_COLORS[f]}'>■ {f}</span>"
-                           for f in dict.fromkeys(main.fields))
+        colours = " ".join(swatch(f) for f in dict.fromkeys(main.fields))
         self._formula.object = (
             f"<div><b>{main.format}</b> code <b>{main.hex}</b> ({main.bits}) · {colours}<br>"
             f"{main.formula} = <b>{main.exact}</b>"

@@ -402,7 +402,10 @@
     if (own) interval = (own.lo_closed ? "[" : "(") + pyG(own.lo, 8) + ", " + pyG(own.hi, 8) + (own.hi_closed ? "]" : ")");
     var seen = [];
     main.fields.forEach(function (f) { if (seen.indexOf(f) < 0) seen.push(f); });
-    var legend = seen.map(function (f) { return "<span style='color:" + colours[f] + "'>■ " + f + "</span>"; }).join(" ");
+    var legend = seen.map(function (f) {
+      return "<span style='display:inline-block;width:0.8em;height:0.8em;vertical-align:-0.05em;background:" +
+        colours[f] + "'></span> " + f;
+    }).join(" ");
     var tie = this.cfg.ties[main.format + "|" + this.current.convention] || this.cfg.ties[main.format] || "";
     return "<div><b>" + main.format + "</b> code <b>" + main.hex + "</b> (" + main.bits + ") · " + legend + "<br>" +
       main.formula + " = <b>" + main.exact + "</b>" + (v.scale !== 1 ? " × " + s.scale_text : "") + " = " + pyG(main.value, 8) +
