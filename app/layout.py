@@ -340,6 +340,10 @@ def finish(root: Any) -> None:
     Bokeh figures and tables restyled and sized to the column (`theme.style_bokeh`)."""
     from lowprec.app.theme import style_bokeh
 
+    for obj in root.select(lambda o: isinstance(o, pn.viewable.Viewable) and "design" in o.param
+                           and not isinstance(o, pn.pane.Bokeh)):  # a Bokeh pane copies params to its figure
+        if obj.design is None:  # Panel's own sheets would set their light colours per component
+            obj.design = LowprecDesign
     for md in root.select(pn.pane.Markdown):
         if MARKDOWN_CSS not in md.stylesheets:
             md.stylesheets = list(md.stylesheets) + [MARKDOWN_CSS]
