@@ -443,12 +443,14 @@ def _build_document(route: str, bins: Any) -> tuple[Any, dict[str, Any], str, di
             plan.control.options = kept
         plan.values = kept
     doc.callbacks._held_events = []
-    for cds in [m for m in doc.models if type(m).__name__ == "ColumnDataSource"]:
+    from bokeh.models import ColumnDataSource
+
+    for cds in [m for m in doc.models if isinstance(m, ColumnDataSource)]:
         cds.data = compact_data(dict(cds.data))
     from bokeh.models import CustomJS
 
     for control_id in states:
-        m = doc.get_model_by_id(control_id)
+        m = doc.get_model_by_id(control_id)  # type: ignore[arg-type]  # an ID is a str
         if m is not None:
             m.js_on_change("value", CustomJS(code="window.lowprecOffline && lowprecOffline.apply(cb_obj)"))
     offline_bins = [bins.register(item.widget, ref) for item in bin_widgets]

@@ -325,7 +325,7 @@ def frame(objects: list[Any], chrome: Chrome) -> tuple[pn.Column, dict[str, Any]
     views = []
     for obj in objects:
         if isinstance(obj, pn.viewable.Viewer):
-            view = pn.panel(obj)
+            view: Any = pn.panel(obj)
             view._lowprec_widget = obj
             obj = view
         views.append(obj)
@@ -376,7 +376,7 @@ def _panelize(model: Any) -> Any:
     from bokeh.models import Row as BkRow
 
     if isinstance(model, GridPlot):
-        figures = [child for child, _, _ in sorted(model.children, key=lambda c: (c[1], c[2]))]
+        figures: list[Any] = [c[0] for c in sorted(model.children, key=lambda c: (c[1], c[2]))]
         for fig in figures:
             if getattr(fig, "toolbar_location", "x") is None:
                 fig.toolbar_location = "right"

@@ -95,8 +95,15 @@ def take(pages: list[str], out: Path, widths: list[int], theme: str, base: str =
                             r.abort()
 
                     page.route("**/*", route_check)
-                    page.on("console", lambda m, e=errors: e.append(m.text) if m.type == "error" else None)
-                    page.on("pageerror", lambda x, e=errors: e.append(str(x)))
+                    def on_console(m: Any, e: list[str] = errors) -> None:
+                        if m.type == "error":
+                            e.append(m.text)
+
+                    def on_error(x: Any, e: list[str] = errors) -> None:
+                        e.append(str(x))
+
+                    page.on("console", on_console)
+                    page.on("pageerror", on_error)
                     start = time.perf_counter()
                     page.goto(page_url(base, route, site), timeout=180_000)
                     page.wait_for_function(READY_JS, timeout=180_000)

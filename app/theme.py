@@ -282,7 +282,8 @@ def _stretch(model: Any) -> None:
 def style_bokeh(model: Any) -> Any:
     """Give `model` (a figure, a layout of figures, a DataTable, or anything holding them) the
     site's look in the light theme and sizes that follow the page; returns the model."""
-    from bokeh.models import DataTable, GridPlot, Plot
+    from bokeh.models import GridPlot, Plot
+    from bokeh.models.widgets.tables import DataTable
     from bokeh.models.layouts import LayoutDOM
 
     seen: set[str] = set()

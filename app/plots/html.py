@@ -63,7 +63,7 @@ def standalone_html(obj: Any, title: str, parameters: Mapping[str, Any] | None =
     """A Bokeh model (figure or layout) as one self-contained HTML document, with a heading, the
     parameters and the caption when given."""
     from bokeh.layouts import column
-    from bokeh.models import Div
+    from bokeh.models.widgets.markups import Div
 
     from lowprec.app.theme import style_bokeh
 

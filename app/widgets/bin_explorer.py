@@ -243,7 +243,7 @@ class BinExplorer(pn.viewable.Viewer):
     def compact_view(self) -> pn.viewable.Viewable:
         """A small explorer for the start page: value and format, the bits, the formula and the
         number line (the same models as the full view; use one of the two on a page)."""
-        view = pn.Column(
+        view: Any = pn.Column(
             pn.Row(self.control("value"), self.control("format"), self.control("convention"),
                    sizing_mode="stretch_width"),
             self._alert, self._bits, self._formula, self._number_line, sizing_mode="stretch_width")
