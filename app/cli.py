@@ -47,6 +47,8 @@ COMMANDS: tuple[Command, ...] = (
             "run a simulation and write JSON/CSV/HTML results"),
     Command("examples", "lowprec.app.commands.examples_cmd",
             "list the worked examples (named numbers) lessons quote"),
+    Command("lessons", "lowprec.app.commands.lessons_cmd",
+            "list the lessons: goal, predictions and exercises with their computed answers"),
     Command("crosscheck", "lowprec.app.commands.crosscheck_cmd",
             "check a real backend (ml_dtypes, torch, Triton) against the format model bit for bit"),
     Command("bench", "lowprec.app.commands.bench_cmd",

@@ -294,19 +294,25 @@ def _choice_matches(choice: str, value: Any, text: str) -> bool:
 # checking a response (the page does the same comparison in the browser, from `Answer.to_dict()`)
 # ------------------------------------------------------------------------------------------------
 
-_HEX_FLOAT_RE = re.compile(r"^[+-]?0[xX][0-9a-fA-F]*\.?[0-9a-fA-F]*[pP][+-]?\d+$")
+#: the response grammar, ASCII only (the page's checker, app/static/exercises.js, reads the same):
+#: surrounding ASCII whitespace is ignored; a number is decimal, inf/infinity/nan (any case, signed)
+#: or a hex float with a binary exponent; "−" (U+2212) reads as "-" and "_" is ignored
+_ASCII_WS = " \t\n\r\x0b\x0c"
+_DEC_RE = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_SPECIAL_RE = re.compile(r"[+-]?(?:inf|infinity|nan)", re.IGNORECASE)
+_HEX_FLOAT_RE = re.compile(r"[+-]?0[xX](?:[0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)[pP][+-]?[0-9]+")
 
 
 def _number(text: str) -> float | None:
-    t = text.strip().replace("−", "-").replace("_", "")
-    if not t:
-        return None
-    try:
-        if _HEX_FLOAT_RE.match(t):
+    t = text.strip(_ASCII_WS).replace("\u2212", "-").replace("_", "")
+    if _HEX_FLOAT_RE.fullmatch(t):
+        try:
             return float.fromhex(t)
+        except OverflowError:  # beyond float64 after rounding: infinite, as a decimal would be
+            return -math.inf if t.startswith("-") else math.inf
+    if _DEC_RE.fullmatch(t) or _SPECIAL_RE.fullmatch(t):
         return float(t)
-    except ValueError:
-        return None
+    return None
 
 
 def parse_response(answer: Answer, response: str) -> float | int | str | None:
@@ -316,7 +322,7 @@ def parse_response(answer: Answer, response: str) -> float | int | str | None:
     if answer.kind == "number":
         return _number(response)
     if answer.kind == "code":
-        t = response.strip().replace(" ", "").replace("_", "")
+        t = response.strip(_ASCII_WS).replace(" ", "").replace("_", "")
         bits = int(answer.bits or 0)
         if re.fullmatch(r"0[xX][0-9a-fA-F]+", t):
             v = int(t, 16)
@@ -327,7 +333,7 @@ def parse_response(answer: Answer, response: str) -> float | int | str | None:
         else:
             return None
         return v if v < (1 << bits) else None
-    t = response.strip()
+    t = response.strip(_ASCII_WS)
     return t if t in answer.choices else None
 
 

@@ -162,7 +162,17 @@ def sync_url(placed: list[PlacedWidget], location: Any = None) -> bool:
 
 
 def lesson_body(lesson: Lesson) -> tuple[list[pn.viewable.Viewable], list[PlacedWidget]]:
-    """The lesson's Markdown and widgets as Panel objects, in order, and the widgets placed."""
+    """The lesson's Markdown, widgets and interactive blocks as Panel objects, in order, and the
+    widgets placed.
+
+    Predictions, explanations and exercises become `app.exercises` components (client-side: they
+    work the same on exported pages). The first widget after a prediction is placed in an
+    `exercises.LockRegion` (`data-locked-by="<slug>/<id>"`) that keeps it hidden until the
+    prediction is answered; the widget itself is built here either way, and its `PlacedWidget`
+    is the widget, not the region (so URL sync reaches it)."""
+    from lowprec.app import exercises  # imported here: this function is the lesson-blocks face
+    from lowprec.app.lessons import PredictionBlock
+
     objects: list[pn.viewable.Viewable] = []
     placed: list[PlacedWidget] = []
     counts: dict[str, int] = {}
@@ -170,6 +180,7 @@ def lesson_body(lesson: Lesson) -> tuple[list[pn.viewable.Viewable], list[Placed
         blocks = render_blocks(lesson)
     except LessonError as exc:
         return [pn.pane.Alert(f"Invalid lesson: {exc}", alert_type="danger")], []
+    lock: str | None = None  # the prediction whose answer unlocks the next widget
     for block in blocks:
         if isinstance(block, MarkdownBlock):
             objects.append(pn.pane.Markdown(block.text, sizing_mode="stretch_width"))
@@ -179,7 +190,12 @@ def lesson_body(lesson: Lesson) -> tuple[list[pn.viewable.Viewable], list[Placed
             prefix = f"{block.name}{'' if k == 1 else k}."
             widget, view = build_widget(block.name, dict(block.params))
             placed.append(PlacedWidget(block.name, widget, prefix))
-            objects.append(view)
+            objects.append(exercises.locked(view, lock) if lock is not None else view)
+            lock = None
+        else:
+            if isinstance(block, PredictionBlock):
+                lock = exercises.block_key(lesson.slug, block.id)
+            objects.append(exercises.block_view(block, lesson.slug))
     return objects, placed
 
 

@@ -1,31 +1,47 @@
-"""Vectorised, bit-exact encode/decode between float32/float64 arrays and format codes.
+"""Bit-exact encode/decode between float32/float64 arrays and format codes: two paths, one contract.
 
-The encoder works on the integer bits of the input (never through an intermediate format, unless a
-policy asks for float64 → float32 double rounding to imitate a backend). A value is written as
-sig × 2^(e - p) with p the source mantissa width; its target quantum exponent is
-qe = max(e, emin) - m, so the rounded significand is n = round(sig / 2^(qe - e + p)) and the code's
-magnitude is ((qe - (emin - m)) << m) + n — one formula for subnormals, normals and the carry into
-the next binade. Two paths implement it:
+* The **compiled path** (`formats._kernels`, numba): one fused pass per array, specialised per
+  (format, policy, input dtype) at first use and cached; it runs every policy, stochastic rounding
+  included, with no temporaries proportional to the input.
+* The **numpy path** below is the readable reference (beside the one-value twin in
+  `formats.scalar`). The encoder works on the integer bits of the input (never through an
+  intermediate format, unless a policy asks for float64 → float32 double rounding to imitate a
+  backend). A value is written as sig × 2^(e - p) with p the source mantissa width; its target
+  quantum exponent is qe = max(e, emin) - m, so the rounded significand is
+  n = round(sig / 2^(qe - e + p)) and the code's magnitude is ((qe - (emin - m)) << m) + n — one
+  formula for subnormals, normals and the carry into the next binade. Round-to-nearest-even with
+  subnormals kept has an integer add-and-shift shortcut (and a float "magic number" addition for the
+  subnormal range); every other mode takes the general formula. Work is done in fixed chunks with
+  preallocated scratch.
 
-* a fast path for round-to-nearest-even with subnormals kept (integer add-and-shift for the normal
-  range, a float "magic number" addition for the subnormal range, both exact);
-* a general path for every rounding mode, flushing and stochastic rounding.
+Which path runs: LOWPREC_CODEC=auto (default: the compiled path for arrays of at least
+`FAST_MIN` elements, so a widget's one-value casts never wait for a compilation; numpy below),
+`fast` (compiled for every size) or `numpy`; `set_codec_path` / `codec_path` change it in-process.
+Without numba the compiled path is unavailable: a warning is issued once and the numpy path runs.
+Both paths give the same codes bit for bit (tested), the same errors (for the first offending element
+in flat order) and the same stochastic-rounding stream (`formats.philox`: Philox-4x32-10 keyed by
+the seed, counted by element index, so results depend on neither threads nor chunking).
 
-Work is done in fixed chunks with preallocated scratch, so peak memory is the output plus a bounded
-scratch; large arrays are split over threads (numpy releases the GIL), results do not depend on it.
+Threads: arrays of at least 2^20 elements are split over a pool of LOWPREC_CODEC_THREADS threads
+(default min(2, CPU count); `set_codec_threads`). Both paths release the GIL while they work.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import threading
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Callable
+from types import ModuleType
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import numpy.typing as npt
 
+from .philox import TILE, check_seed, random_u32, stochastic_key
 from .policy import (
     CastPolicy,
     NanPayload,
@@ -38,17 +54,117 @@ from .policy import (
 )
 from .specs import BF16, Format, FloatFormat, IntFormat, get_format
 
-CHUNK = 1 << 18  # elements per chunk: 2 MiB of scratch per thread, bounded whatever the input size
+CHUNK = 1 << 18  # elements per chunk of the numpy path: 2 MiB of scratch per thread
 _PARALLEL_MIN = 1 << 20  # arrays at least this large are split over threads
-_THREADS = max(1, min(2, os.cpu_count() or 1))
+FAST_MIN = 1 << 14  # under LOWPREC_CODEC=auto, smaller arrays take the numpy path
+CODEC_PATHS = ("auto", "fast", "numpy")
+
+
+def _threads_from_env() -> int:
+    raw = os.environ.get("LOWPREC_CODEC_THREADS", "")
+    if raw.strip():
+        try:
+            n = int(raw)
+        except ValueError:
+            n = 0
+        if n >= 1:
+            return n
+        warnings.warn(f"LOWPREC_CODEC_THREADS={raw!r} is not a positive integer; using the default",
+                      stacklevel=2)
+    return max(1, min(2, os.cpu_count() or 1))
+
+
+def _path_from_env() -> str:
+    raw = os.environ.get("LOWPREC_CODEC", "auto").strip().lower() or "auto"
+    if raw not in CODEC_PATHS:
+        warnings.warn(f"LOWPREC_CODEC={raw!r} is not one of {', '.join(CODEC_PATHS)}; using 'auto'",
+                      stacklevel=2)
+        return "auto"
+    return raw
+
+
+_THREADS = _threads_from_env()
+_PATH = _path_from_env()
 _POOL: ThreadPoolExecutor | None = None
+_POOL_SIZE = 0
+_POOL_LOCK = threading.Lock()
 
 
 def _pool() -> ThreadPoolExecutor:
-    global _POOL
-    if _POOL is None:
-        _POOL = ThreadPoolExecutor(max_workers=_THREADS, thread_name_prefix="lowprec-codec")
-    return _POOL
+    global _POOL, _POOL_SIZE
+    with _POOL_LOCK:
+        if _POOL is None or _POOL_SIZE != _THREADS:
+            _POOL = ThreadPoolExecutor(max_workers=_THREADS, thread_name_prefix="lowprec-codec")
+            _POOL_SIZE = _THREADS
+        return _POOL
+
+
+def set_codec_threads(n: int) -> int:
+    """Use `n` threads for large arrays (both paths); returns the previous count."""
+    global _THREADS
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"threads={n!r} must be a positive integer")
+    previous, _THREADS = _THREADS, int(n)
+    return previous
+
+
+def codec_threads() -> int:
+    """Threads used for large arrays."""
+    return _THREADS
+
+
+def set_codec_path(path: str) -> str:
+    """Choose the codec path: 'auto', 'fast' or 'numpy' (see the module docstring); returns the
+    previous choice."""
+    global _PATH
+    if not isinstance(path, str) or path.lower() not in CODEC_PATHS:
+        raise ValueError(f"codec path {path!r} is not one of {', '.join(CODEC_PATHS)}")
+    previous, _PATH = _PATH, path.lower()
+    return previous
+
+
+@contextlib.contextmanager
+def codec_path(path: str) -> Iterator[None]:
+    """`with codec_path('numpy'): ...` runs the block on that path (process-wide)."""
+    previous = set_codec_path(path)
+    try:
+        yield
+    finally:
+        set_codec_path(previous)
+
+
+_KERNELS: ModuleType | None = None
+_KERNELS_MISSING = False
+
+
+def compiled_kernels() -> ModuleType | None:
+    """`formats._kernels`, imported at first use; None (with one warning) where numba is missing."""
+    global _KERNELS, _KERNELS_MISSING
+    if _KERNELS is None and not _KERNELS_MISSING:
+        try:
+            from . import _kernels
+        except ImportError as exc:
+            _KERNELS_MISSING = True
+            warnings.warn(f"lowprec's compiled codec is unavailable ({exc}); using the numpy path "
+                          f"(slower). Install numba to enable it.", RuntimeWarning, stacklevel=3)
+            return None
+        _KERNELS = _kernels
+    return _KERNELS
+
+
+def _compiled_for(n: int) -> ModuleType | None:
+    """The kernel module when the compiled path should run for an array of n elements."""
+    if _PATH == "numpy" or (_PATH == "auto" and n < FAST_MIN):
+        return None
+    return compiled_kernels()
+
+
+def _thread_ranges(total: int, align: int = TILE) -> list[tuple[int, int]]:
+    """Contiguous element ranges, one per thread for large arrays, split on `align` boundaries."""
+    if total < _PARALLEL_MIN or _THREADS < 2:
+        return [(0, total)]
+    step = -(-total // (_THREADS * align)) * align
+    return [(lo, min(total, lo + step)) for lo in range(0, total, step)]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -127,6 +243,27 @@ _F64 = _Src(np.uint64, 64, 52, 1023, -1022)
 
 def _src_of(dtype: np.dtype) -> _Src:
     return _F32 if dtype == np.float32 else _F64
+
+
+def refusal_error(fmt: Format, value: Any) -> ValueError:
+    """The error for an input value that the policy refuses to encode (both paths raise it for
+    the first such element in flat order): NaN into a NaN-less format, zero or a negative value
+    into unsigned E8M0, under the policy's 'raise' rules."""
+    v = float(value)
+    if v != v:
+        return ValueError(
+            f"NaN cannot be encoded in {fmt.name} (it has no NaN); set nan_to_finite to one of "
+            f"'zero', 'signed_max', 'negated_zero' in the CastPolicy, or remove the NaN"
+        )
+    if v == 0:
+        return ValueError(
+            f"zero cannot be encoded in {fmt.name} (it has no zero); set "
+            f"unsigned_zero='nan' or 'smallest' in the CastPolicy"
+        )
+    return ValueError(
+        f"negative value {v!r} cannot be encoded in unsigned {fmt.name}; "
+        f"set unsigned_negative='nan' or 'magnitude' in the CastPolicy"
+    )
 
 
 def _nan_code(fmt: FloatFormat, payload: NanPayload, sign: np.ndarray, src_payload: np.ndarray,
@@ -263,29 +400,19 @@ def _apply_sign_and_specials(
         else:
             code = code | (sign << fmt.sign_shift)
     else:
-        neg = (sign == 1) & ~is_nan_in
-        if neg.any():
-            rule = policy.unsigned_negative
-            is_zero = neg & (a == 0)  # -0 is a zero, not a negative number
-            neg_nonzero = neg & ~is_zero
-            if neg_nonzero.any():
-                if rule is UnsignedNegative.RAISE:
-                    bad = x.reshape(-1)[np.flatnonzero(neg_nonzero)[0]]
-                    raise ValueError(
-                        f"negative value {float(bad)!r} cannot be encoded in unsigned {fmt.name}; "
-                        f"set unsigned_negative='nan' or 'magnitude' in the CastPolicy"
-                    )
-                if rule is UnsignedNegative.NAN:
-                    code = np.where(neg_nonzero, -1, code)
-        zero = a == 0
-        if zero.any():
-            rule_z = policy.unsigned_zero
-            if rule_z is UnsignedZero.RAISE:
-                raise ValueError(
-                    f"zero cannot be encoded in {fmt.name} (it has no zero); set "
-                    f"unsigned_zero='nan' or 'smallest' in the CastPolicy"
-                )
-            code = np.where(zero, -1 if rule_z is UnsignedZero.NAN else 0, code)
+        zero = a == 0  # -0 is a zero, not a negative number
+        neg_nonzero = (sign == 1) & ~is_nan_in & ~zero
+        refused = np.zeros(a.shape, bool)
+        if policy.unsigned_negative is UnsignedNegative.RAISE:
+            refused |= neg_nonzero
+        elif policy.unsigned_negative is UnsignedNegative.NAN:
+            code = np.where(neg_nonzero, -1, code)
+        if policy.unsigned_zero is UnsignedZero.RAISE:
+            refused |= zero
+        else:
+            code = np.where(zero, -1 if policy.unsigned_zero is UnsignedZero.NAN else 0, code)
+        if refused.any():
+            raise refusal_error(fmt, x.reshape(-1)[np.flatnonzero(refused)[0]])
     nan_mask = nan_or_overflow_nan | (code == -1)
     if nan_mask.any():
         if fmt.has_nan:
@@ -301,10 +428,7 @@ def _nan_to_finite(code: np.ndarray, nan_mask: np.ndarray, sign: np.ndarray, fmt
                    policy: CastPolicy) -> np.ndarray:
     rule = policy.nan_to_finite
     if rule is NanToFinite.RAISE:
-        raise ValueError(
-            f"NaN cannot be encoded in {fmt.name} (it has no NaN); set nan_to_finite to one of "
-            f"'zero', 'signed_max', 'negated_zero' in the CastPolicy, or remove the NaN"
-        )
+        raise refusal_error(fmt, float("nan"))
     if isinstance(fmt, IntFormat):
         mx = int(fmt.max)
         values = {
@@ -490,12 +614,6 @@ def _resolve(fmt: str | Format, policy: CastPolicy | None) -> tuple[Format, Cast
     return f, policy
 
 
-def _chunk_random_u32(seed: int, n: int) -> np.ndarray:
-    """32 random bits per element for one chunk, from its own PCG64 stream (reproducible)."""
-    raw = np.random.PCG64(seed).random_raw((n + 1) // 2)
-    return raw.view(np.uint32)[:n]
-
-
 def _encode_bf16_chunk(x: np.ndarray, out: np.ndarray, policy: CastPolicy, scratch: _Scratch) -> None:
     """float32 → BF16 nearest-even with overflow to Inf: round the whole bit pattern (the carry into
     the exponent is the IEEE carry; +max rounds up to +Inf) and keep the top half; NaNs redone by
@@ -515,35 +633,77 @@ def _encode_bf16_chunk(x: np.ndarray, out: np.ndarray, policy: CastPolicy, scrat
 
 
 def _chunk_seeds(rng: np.random.Generator, n_chunks: int) -> np.ndarray:
-    return rng.integers(0, 2**63 - 1, size=max(n_chunks, 1), dtype=np.int64)
+    """The Philox key that `encode(..., rng=rng)` uses, as a one-element uint64 array (one draw
+    from `rng` whatever `n_chunks` is: the stream no longer depends on chunking)."""
+    return np.array([stochastic_key(rng)], dtype=np.uint64)
+
+
+def _chunk_random_u32(key: int, n: int) -> np.ndarray:
+    """The 32 random bits of elements 0..n-1 under Philox `key` (see `formats.philox`)."""
+    return random_u32(int(key), 0, n)
 
 
 def encode(x: Any, fmt: str | Format, policy: CastPolicy | None = None, *,
-           rng: np.random.Generator | None = None) -> np.ndarray:
+           rng: np.random.Generator | None = None, seed: int | None = None) -> np.ndarray:
     """Codes of `x` in `fmt` under `policy` (default: `default_policy(fmt)`).
 
     Returns uint8 codes for formats up to 8 bits (FP4/FP6: one code per byte, in the low bits),
     uint16 up to 16 bits, uint32 for FP32; same shape as `x`. Exact for float32 and float64 input.
-    Stochastic rounding needs `rng` (a numpy Generator); the result is reproducible for a seed and
-    independent of threading (each chunk of CHUNK elements draws from its own child stream).
+    Stochastic rounding needs `rng` (a numpy Generator: one 64-bit key is drawn from it per call) or
+    an integer `seed` in [0, 2^64) (the key itself); element i of the flattened input gets the 32
+    random bits of the Philox-4x32-10 stream at index i (`formats.philox`), so the codes are
+    reproducible and independent of threads, chunking and the code path. Raises ValueError for the
+    first input value the policy refuses (NaN into a NaN-less format, zero/negative into E8M0 under
+    a 'raise' rule).
     """
     f, pol = _resolve(fmt, policy)
     arr = as_float_array(x)
-    if pol.float64_via_float32 and arr.dtype == np.float64:
-        with np.errstate(over="ignore"):
-            arr = arr.astype(np.float32)
     stochastic = pol.rounding is Rounding.STOCHASTIC
-    if stochastic and not isinstance(rng, np.random.Generator):
-        raise TypeError("stochastic rounding needs rng=numpy.random.Generator (e.g. default_rng(0))")
+    if seed is not None:
+        check_seed(seed)
+    key = stochastic_key(rng, seed) if stochastic else None
     out = np.empty(arr.shape, dtype=f.code_dtype)
     flat_in = np.ascontiguousarray(arr).reshape(-1)
     flat_out = out.reshape(-1)
     total = flat_in.shape[0]
     if total == 0:
         return out
+    kernels = _compiled_for(total)
+    if kernels is not None:
+        _encode_compiled(kernels, flat_in, flat_out, f, pol, key)
+    else:
+        _encode_numpy(flat_in, flat_out, f, pol, key)
+    return out
+
+
+def _encode_compiled(kernels: ModuleType, flat_in: np.ndarray, flat_out: np.ndarray, f: Format,
+                     pol: CastPolicy, key: int | None) -> None:
+    """The compiled path: one kernel call per thread range; float64 → float32 inside the kernel."""
+    kernel = kernels.encode_kernel(f, pol, flat_in.dtype)
+    k0, k1 = (key & 0xFFFFFFFF, key >> 32) if key is not None else (0, 0)
+    ranges = _thread_ranges(flat_in.shape[0])
+    if len(ranges) == 1:
+        refused = [kernel(flat_in, flat_out, 0, flat_in.shape[0], k0, k1)]
+    else:
+        refused = list(_pool().map(lambda r: kernel(flat_in, flat_out, r[0], r[1], k0, k1), ranges))
+    first = next((i for i in refused if i >= 0), -1)
+    if first >= 0:
+        value = flat_in[first]
+        if pol.float64_via_float32 and flat_in.dtype == np.float64:
+            with np.errstate(over="ignore"):
+                value = np.float32(value)
+        raise refusal_error(f, value)
+
+
+def _encode_numpy(flat_in: np.ndarray, flat_out: np.ndarray, f: Format, pol: CastPolicy,
+                  key: int | None) -> None:
+    """The numpy reference path, chunk by chunk."""
+    if pol.float64_via_float32 and flat_in.dtype == np.float64:
+        with np.errstate(over="ignore"):
+            flat_in = flat_in.astype(np.float32)
+    total = flat_in.shape[0]
     n_chunks = (total + CHUNK - 1) // CHUNK
-    seeds = _chunk_seeds(rng, n_chunks) if stochastic and rng is not None else None
-    use_fast = (
+    numpy_fast = (
         isinstance(f, FloatFormat)
         and pol.rounding in (Rounding.NEAREST_EVEN, Rounding.STOCHASTIC)
         and pol.subnormals is Subnormals.KEEP
@@ -557,18 +717,16 @@ def encode(x: Any, fmt: str | Format, policy: CastPolicy | None = None, *,
     )
 
     def run(chunk_ids: range) -> None:
-        scratch = _Scratch(_src_of(flat_in.dtype).uint, min(CHUNK, total)) if (use_fast or bf16_fast) else None
+        scratch = _Scratch(_src_of(flat_in.dtype).uint, min(CHUNK, total)) if (numpy_fast or bf16_fast) else None
         for ci in chunk_ids:
             lo, hi = ci * CHUNK, min(total, (ci + 1) * CHUNK)
             xc = flat_in[lo:hi]
-            rand = None
-            if seeds is not None:
-                rand = _chunk_random_u32(int(seeds[ci]), hi - lo)
+            rand = random_u32(key, lo, hi) if key is not None else None
             if bf16_fast:
                 assert scratch is not None
                 _encode_bf16_chunk(xc, flat_out[lo:hi], pol, scratch)
                 continue
-            if use_fast:
+            if numpy_fast:
                 assert scratch is not None and isinstance(f, FloatFormat)
                 plan = _fast_plan(f, "float32" if xc.itemsize == 4 else "float64")
                 _encode_fast_chunk(xc, flat_out[lo:hi], f, pol, plan, scratch, rand)
@@ -585,7 +743,6 @@ def encode(x: Any, fmt: str | Format, policy: CastPolicy | None = None, *,
         list(_pool().map(run, parts))
     else:
         run(range(n_chunks))
-    return out
 
 
 # ------------------------------------------------------------------------------------------------
@@ -680,18 +837,30 @@ def classify_codes(fmt: Format, codes: np.ndarray | None = None) -> np.ndarray:
     return out
 
 
-def _check_codes(codes: Any, fmt: Format) -> np.ndarray:
+def _code_dtype_checked(codes: Any) -> np.ndarray:
     arr = np.asarray(codes)
     if arr.dtype.kind not in "ui":
         raise TypeError(f"codes must be an integer array, got dtype {arr.dtype}")
+    return arr
+
+
+def _code_range_error(fmt: Format, lo: int, hi: int) -> ValueError | None:
+    """The error for codes spanning lo..hi, or None when all are valid."""
+    if lo < 0 or hi >= fmt.n_codes:
+        bad = lo if lo < 0 else hi
+        return ValueError(
+            f"code {bad} is out of range for {fmt.name}: codes are 0..{fmt.n_codes - 1} "
+            f"({fmt.bits} bits)"
+        )
+    return None
+
+
+def _check_codes(codes: Any, fmt: Format) -> np.ndarray:
+    arr = _code_dtype_checked(codes)
     if arr.size:
-        lo, hi = int(arr.min()), int(arr.max())
-        if lo < 0 or hi >= fmt.n_codes:
-            bad = lo if lo < 0 else hi
-            raise ValueError(
-                f"code {bad} is out of range for {fmt.name}: codes are 0..{fmt.n_codes - 1} "
-                f"({fmt.bits} bits)"
-            )
+        error = _code_range_error(fmt, int(arr.min()), int(arr.max()))
+        if error is not None:
+            raise error
     return arr
 
 
@@ -705,8 +874,9 @@ def decode(codes: Any, fmt: str | Format, *, nan_bits: str = "ml_dtypes") -> np.
     f = get_format(fmt)
     if nan_bits not in NAN_BITS:
         raise ValueError(f"nan_bits={nan_bits!r} is not one of {', '.join(NAN_BITS)}")
-    arr = _check_codes(codes, f)
+    arr = _code_dtype_checked(codes)
     if isinstance(f, FloatFormat) and f.bits == 32:
+        arr = _check_codes(arr, f)
         out32 = arr.astype(np.uint32).view(np.float32).copy()
         if nan_bits != "ml_dtypes":
             nan = np.isnan(out32)
@@ -716,6 +886,10 @@ def decode(codes: Any, fmt: str | Format, *, nan_bits: str = "ml_dtypes") -> np.
                 out32.view(np.uint32)[nan] = repl
         return out32
     table = _decode_table(f, nan_bits)
+    kernels = _compiled_for(arr.size) if arr.dtype != np.uint64 else None
+    if kernels is not None:
+        return _decode_compiled(kernels, arr, f, table)
+    arr = _check_codes(arr, f)
     if arr.dtype not in (np.uint8, np.uint16):
         arr = arr.astype(np.intp)
     out = np.empty(arr.shape, np.float32)
@@ -735,10 +909,52 @@ def decode(codes: Any, fmt: str | Format, *, nan_bits: str = "ml_dtypes") -> np.
     return out
 
 
+_SHIFT_TABLES: dict[tuple[str, int], bool] = {}
+
+
+def _table_is_shift(f: Format, table: np.ndarray) -> bool:
+    """Whether the value table is exactly code << (32 - bits) as float32 bits (BF16's is)."""
+    key = (f.name, id(table))
+    if key not in _SHIFT_TABLES:
+        codes = np.arange(f.n_codes, dtype=np.uint32)
+        _SHIFT_TABLES[key] = bool(np.array_equal(table.view(np.uint32), codes << np.uint32(32 - f.bits)))
+    return _SHIFT_TABLES[key]
+
+
+def _decode_compiled(kernels: ModuleType, arr: np.ndarray, f: Format, table: np.ndarray) -> np.ndarray:
+    """Table lookup in one pass; the range check is fused into it unless every value of the code
+    dtype is a valid code (uint8 codes of an 8-bit format, uint16 codes of a 16-bit one)."""
+    out = np.empty(arr.shape, np.float32)
+    if arr.size == 0:
+        return out
+    flat = np.ascontiguousarray(arr).reshape(-1)
+    fout = out.reshape(-1)
+    ranges = _thread_ranges(flat.shape[0])
+    all_valid = (flat.dtype == np.uint8 and f.n_codes == 256) or (flat.dtype == np.uint16 and f.n_codes == 65536)
+    shift = 32 - f.bits if all_valid and _table_is_shift(f, table) else 0
+    out_bits = fout.view(np.uint32)
+
+    def part(r: tuple[int, int]) -> tuple[int, int]:
+        if shift:
+            kernels.decode_shifted(flat, out_bits, r[0], r[1], np.uint32(shift))
+            return 0, 0
+        if all_valid:
+            kernels.decode_all_valid(flat, table, fout, r[0], r[1])
+            return 0, 0
+        lo, hi = kernels.decode_checked(flat, table, fout, r[0], r[1])
+        return int(lo), int(hi)
+
+    spans = [part(ranges[0])] if len(ranges) == 1 else list(_pool().map(part, ranges))
+    error = _code_range_error(f, min(s[0] for s in spans), max(s[1] for s in spans))
+    if error is not None:
+        raise error
+    return out
+
+
 def quantize(x: Any, fmt: str | Format, policy: CastPolicy | None = None, *,
-             rng: np.random.Generator | None = None) -> np.ndarray:
+             rng: np.random.Generator | None = None, seed: int | None = None) -> np.ndarray:
     """decode(encode(x)): the values `x` takes in `fmt` under `policy` (float32 array)."""
-    return decode(encode(x, fmt, policy, rng=rng), fmt)
+    return decode(encode(x, fmt, policy, rng=rng, seed=seed), fmt)
 
 
 def pack_fp4(codes: Any) -> np.ndarray:

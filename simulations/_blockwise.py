@@ -32,11 +32,15 @@ def _pool() -> ThreadPoolExecutor:
     return _POOL
 
 
-def amax_bits(blocks: np.ndarray) -> np.ndarray:
-    """max |x| per row as the float's bit pattern (an unsigned view: NaN > Inf > finite)."""
+def amax_bits(blocks: np.ndarray, ignore_nan: bool = False) -> np.ndarray:
+    """max |x| per row as the float's bit pattern (an unsigned view: NaN > Inf > finite); with
+    `ignore_nan`, NaN elements are skipped (an all-NaN row gives 0), as `fmaxf` does."""
     uint = np.uint32 if blocks.dtype == np.float32 else np.uint64
     mask = uint(0x7FFFFFFF) if uint is np.uint32 else uint(0x7FFFFFFFFFFFFFFF)
-    return np.bitwise_and(blocks.view(uint), mask).max(axis=1)
+    mags = np.bitwise_and(blocks.view(uint), mask)
+    if ignore_nan:
+        mags[mags > uint(inf_bits(blocks.dtype))] = 0
+    return mags.max(axis=1)
 
 
 def inf_bits(dtype: np.dtype) -> int:

@@ -12,9 +12,9 @@ that share one scale of a `scale` format, and optionally one more `tensor_scale`
 `BLOCK_FORMATS` maps each name to its record; `get_block_format` looks one up. Bits per element are
 element bits plus the block scale amortised (MXFP8 8.25, MXFP6 6.25, MXFP4 4.25, NVFP4 4.5 plus the
 FP32 tensor scale over the tensor). How a real implementation rounds the scale and the elements
-(OCP, torchao, Transformer Engine) is a separate concern: a named block-format convention, passed
-beside a `BlockFormat` as `CastPolicy` is passed beside a `FloatFormat`; today the MX scale rule is the
-`scale_rule` argument of `quantize_mx` and the element policy its `policy`.
+(OCP, torchao, Transformer Engine) is a separate concern: a named block-format convention
+(`simulations.block_conventions.BlockConvention`), passed beside a `BlockFormat` as `CastPolicy` is
+passed beside a `FloatFormat` (`quantize_mx(…, scale_rule, convention=…)`).
 """
 
 from __future__ import annotations

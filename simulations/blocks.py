@@ -23,6 +23,9 @@ decoded tensor is transformed back, so errors are always measured against the or
 
 `BlocksConfig` declares every parameter once; `lowprec simulate blocks`, `python -m
 lowprec.simulations.blocks`, the BlockFormats widget and its lesson directive are generated from it.
+`convention` names whose arithmetic every cast follows (`simulations.block_conventions`: the OCP
+reading, torchao 0.18 or Transformer Engine 2.20); the comparison covers the element formats, scale
+rules and NVFP4 layouts that implementation has.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from lowprec.config import ConfigError, Cost, config_record, knob
 from lowprec.formats import CastPolicy
 
 from ._cli import ProgressFn, Simulation, config_or_knobs, config_values, run_module
+from .block_conventions import BLOCK_CONVENTIONS, DEFAULT_CONVENTION, get_block_convention
 from .block_formats import BLOCK_FORMATS, BlockFormat, ScaleRule, get_block_format, scale_rule_of
 from .granularity import Granularity
 from .hadamard import RHT_BLOCK, apply_blockwise, random_hadamard
@@ -84,14 +88,17 @@ def sample_tensor(distribution: str, shape: Sequence[int], seed: int) -> np.ndar
     raise ValueError(f"distribution {distribution!r} is not one of {', '.join(DISTRIBUTIONS)}")
 
 
-def quantize_block(x: Any, block_format: str | BlockFormat, scale_rule: str = "floor", axis: int = -1,
-                   policy: CastPolicy | None = None, *, rng: np.random.Generator | None = None) -> BlockTensor:
-    """`x` in the block format (a name of BLOCK_FORMATS or a record), blocks along `axis`:
-    `quantize_mx` for MX (with `scale_rule`), `quantize_nvfp4` for NVFP4 (no scale rule)."""
+def quantize_block(x: Any, block_format: str | BlockFormat, scale_rule: str | None = "floor", axis: int = -1,
+                   policy: CastPolicy | None = None, *, rng: np.random.Generator | None = None,
+                   convention: str = DEFAULT_CONVENTION) -> BlockTensor:
+    """`x` in the block format (a name of BLOCK_FORMATS or a record), blocks along `axis`, under the
+    block convention: `quantize_mx` for MX (with `scale_rule`), `quantize_nvfp4` for NVFP4 (no
+    scale rule)."""
     bf = get_block_format(block_format)
     if bf.family == "NVFP4":
-        return quantize_nvfp4(x, axis=axis, policy=policy, rng=rng)
-    return quantize_mx(x, bf.element.name, bf.block_size, scale_rule, axis=axis, policy=policy, rng=rng)
+        return quantize_nvfp4(x, axis=axis, policy=policy, rng=rng, convention=convention)
+    return quantize_mx(x, bf.element.name, bf.block_size, scale_rule, axis=axis, policy=policy, rng=rng,
+                       convention=convention)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -241,8 +248,21 @@ class BlocksConfig:
     rows: int = knob(32, "rows of the tensor (a multiple of 16; of 32 with the transposed view)",
                      bounds=(16, 4096), widget="input")
     cols: int = knob(128, "columns of the tensor (a multiple of 32)", bounds=(32, 4096), widget="input")
+    convention: str = knob(DEFAULT_CONVENTION, "whose block arithmetic every cast follows: the OCP reading, "
+                           "torchao 0.18 or Transformer Engine 2.20", choices=tuple(BLOCK_CONVENTIONS))
 
     def __post_init__(self) -> None:
+        conv = get_block_convention(self.convention)
+        bf = get_block_format(self.recipe)
+        if bf.family == "MX":
+            try:
+                conv.check_mx(bf.element, bf.block_size)
+            except ValueError as exc:
+                raise ConfigError("recipe", str(exc)) from None
+            try:
+                conv.mx_rule(self.scale_rule)
+            except ValueError as exc:
+                raise ConfigError("scale_rule", str(exc)) from None
         step = 32 if self.transposed_view else 16
         if self.rows % step:
             why = " (column blocks of 32 for the transposed view)" if self.transposed_view else " (16×16 tiles)"
@@ -254,7 +274,9 @@ class BlocksConfig:
 
     def cost(self) -> Cost:
         n = self.rows * self.cols
-        casts = 4 * 5 + 2 + 2 + (3 if self.transposed_view else 0)
+        conv = get_block_convention(self.convention)
+        casts = (len(conv.mx_elements) * len(conv.rules) + (2 if conv.nvfp4_tiles_2d else 1) + 2
+                 + (3 if self.transposed_view else 0))
         return Cost(bytes=n * 8 * 12, seconds=casts * n * 5e-8, note=f"{casts} block casts of {n} elements")
 
 
@@ -321,9 +343,9 @@ def _shown(q: BlockTensor, x_in: np.ndarray, decoded_in: np.ndarray, per_tensor_
                       block_scales, exponents, tensor_scale, reach, lattice)
 
 
-def _transposed(x_in: np.ndarray, rows_q: BlockTensor, bf: BlockFormat, rule: str) -> TransposedView:
-    cols_src = quantize_block(x_in, bf, rule, axis=0)
-    cols_two = quantize_block(rows_q.dequantize(), bf, rule, axis=0)
+def _transposed(x_in: np.ndarray, rows_q: BlockTensor, bf: BlockFormat, rule: str, convention: str) -> TransposedView:
+    cols_src = quantize_block(x_in, bf, rule, axis=0, convention=convention)
+    cols_two = quantize_block(rows_q.dequantize(), bf, rule, axis=0, convention=convention)
     e_rows = error_metrics(x_in, rows_q.dequantize()).rms_rel_error
     e_src = error_metrics(x_in, cols_src.dequantize()).rms_rel_error
     e_two = error_metrics(x_in, cols_two.dequantize()).rms_rel_error
@@ -352,19 +374,22 @@ def simulate_blocks(config: BlocksConfig | None = None, *, progress: ProgressFn 
     g32 = Granularity("block", (COMPARE_BLOCK,), -1)
     result = BlocksResult(cfg, x, x_in, np.abs(g32.to_groups(x)).max(axis=1).astype(np.float64),
                           scale_rule_example=mx_scale_rule_table())
-    mx = [bf for bf in BLOCK_FORMATS.values() if bf.family == "MX"]
-    rules = [r.value for r in ScaleRule]
-    total = len(mx) * len(rules) + 3
+    conv = get_block_convention(cfg.convention)
+    mx = [bf for bf in BLOCK_FORMATS.values() if bf.family == "MX" and bf.element.name in conv.mx_elements]
+    rules = [r.value for r in ScaleRule if r.value in conv.rules]
+    layouts = (False, True) if conv.nvfp4_tiles_2d else (False,)
+    total = len(mx) * len(rules) + len(layouts) + 1
     done = 0
     for bf in mx:
-        for rule in rules:
-            result.entries.append(_scheme_entry(f"{bf.name} {rule}", bf, rule, quantize_block(x_in, bf, rule), x, back))
+        for mx_rule in rules:
+            q_mx = quantize_block(x_in, bf, mx_rule, convention=conv.name)
+            result.entries.append(_scheme_entry(f"{bf.name} {mx_rule}", bf, mx_rule, q_mx, x, back))
             done += 1
             if progress is not None:
                 progress(done, total)
     nv = BLOCK_FORMATS["NVFP4"]
-    for two_d in (False, True):
-        q4 = quantize_nvfp4(x_in, block_2d=two_d)
+    for two_d in layouts:
+        q4 = quantize_nvfp4(x_in, block_2d=two_d, convention=conv.name)
         result.entries.append(_scheme_entry("NVFP4 16x16" if two_d else "NVFP4 1x16", nv, "e4m3_scale", q4, x, back))
         done += 1
         if progress is not None:
@@ -372,7 +397,7 @@ def simulate_blocks(config: BlocksConfig | None = None, *, progress: ProgressFn 
 
     bf = get_block_format(cfg.recipe)
     rule = scale_rule_of(cfg.scale_rule).value if bf.family == "MX" else "e4m3_scale"
-    q = quantize_block(x_in, bf, cfg.scale_rule)
+    q = quantize_block(x_in, bf, cfg.scale_rule, convention=conv.name)
     per_tensor = quantize_scaled(x_in, bf.element, "tensor")
     decoded_in = np.asarray(q.dequantize(), dtype=np.float64)
     per_tensor_in = per_tensor.dequantize()
@@ -381,7 +406,7 @@ def simulate_blocks(config: BlocksConfig | None = None, *, progress: ProgressFn 
         bf, rule, q,
         error_metrics(x, back(decoded_in), groups=g32), error_metrics(x, back(per_tensor_in), groups=g32),
         _shown(q, x_in, decoded_in, per_tensor_in, bf, cfg.row), shown_block,
-        _transposed(x_in, q, bf, cfg.scale_rule) if cfg.transposed_view else None,
+        _transposed(x_in, q, bf, cfg.scale_rule, conv.name) if cfg.transposed_view else None,
     )
     if progress is not None:
         progress(total, total)
@@ -393,7 +418,8 @@ def summary_lines(result: BlocksResult) -> list[str]:
              for e in result.entries]
     s = result.selected
     if s is not None:
-        lines.append(f"{s.block_format.name} ({s.scale_rule}) in detail: rms rel error {s.error.rms_rel_error:.4g}, "
+        lines.append(f"{s.block_format.name} ({s.scale_rule}, {result.config.convention} convention) in detail: "
+                     f"rms rel error {s.error.rms_rel_error:.4g}, "
                      f"per-tensor scaling {s.error_per_tensor.rms_rel_error:.4g}")
         t = s.transposed
         if t is not None:

@@ -8,7 +8,9 @@ typed in (a block size, a byte count per token, the value being cast). Sizes use
 (10^6 bytes) and binary gibibytes (2^30 bytes). Block layouts follow the OCP Microscaling Formats (MX)
 v1.0 specification (32 elements per E8M0 scale) and NVIDIA's NVFP4 description (16 E2M1 elements per
 E4M3 scale, one FP32 scale per tensor). The record itself is `simulations.example_record.Example`;
-the lesson-specific examples of `simulations.examples_extra` join this registry.
+the lesson-specific examples of `simulations.examples_extra`, the predictions and exercises of
+`simulations.examples_course` and the block-convention examples of `simulations.examples_blocks`
+join this registry.
 """
 
 from __future__ import annotations
@@ -35,13 +37,13 @@ from lowprec.formats import (
     policy_for,
 )
 
-from . import examples_extra
+from . import examples_blocks, examples_course, examples_extra
 from ._io import ArgumentParser, write_json
 from .example_record import Example, Value, as_number, format_number
 from .mx import mx_scale_rule_table
 from .spike import simulate_stream
 
-__all__ = ["EXAMPLES", "Example", "example", "list_examples"]
+__all__ = ["EXAMPLES", "TORCH_EXAMPLES", "Example", "example", "list_examples"]
 
 
 def _short_exp(v: float) -> str:
@@ -437,26 +439,36 @@ EXAMPLES: dict[str, Callable[[], Example]] = {
     "mx_scale_rounding": mx_scale_rounding,
     "delayed_spike": delayed_spike,
     **examples_extra.EXAMPLES,  # lesson-specific examples
+    **examples_course.EXAMPLES,  # the course's predictions and exercises
+    **examples_blocks.EXAMPLES,  # block-format conventions
 }
+
+#: examples that need torch (autograd or torch.utils.checkpoint is the point): `example(name)`
+#: resolves them, the default listing leaves them out so that it stays torch-free
+TORCH_EXAMPLES: dict[str, Callable[[], Example]] = {**examples_course.TORCH_EXAMPLES}
 
 _CACHE: dict[str, Example] = {}
 
 
 def example(name: str) -> Example:
-    """The example called `name`, computed once and cached; ValueError listing known names."""
-    if not isinstance(name, str) or name not in EXAMPLES:
-        raise ValueError(f"unknown example {name!r}; known: {', '.join(sorted(EXAMPLES))}")
+    """The example called `name` (of EXAMPLES or TORCH_EXAMPLES), computed once and cached;
+    ValueError listing known names."""
+    known = {**EXAMPLES, **TORCH_EXAMPLES}
+    if not isinstance(name, str) or name not in known:
+        raise ValueError(f"unknown example {name!r}; known: {', '.join(sorted(known))}")
     if name not in _CACHE:
-        ex = EXAMPLES[name]()
+        ex = known[name]()
         if ex.name != name:
             raise ValueError(f"example function for {name!r} returned an example named {ex.name!r}")
         _CACHE[name] = ex
     return _CACHE[name]
 
 
-def list_examples() -> list[Example]:
-    """Every registered example, sorted by name."""
-    return [example(name) for name in sorted(EXAMPLES)]
+def list_examples(include_torch: bool = False) -> list[Example]:
+    """Every registered example, sorted by name; those of TORCH_EXAMPLES only with
+    `include_torch` (they import torch)."""
+    names = sorted({*EXAMPLES, *(TORCH_EXAMPLES if include_torch else ())})
+    return [example(name) for name in names]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -10,6 +10,11 @@ grid's half-step), so each element is rounded once, by `formats.encode` under th
 saturates to ±max). Edge cases: an all-zero block gets X = -127 (code 0x00) and zero codes; a block
 holding NaN or ±Inf gets the NaN scale 0xFF and zero element codes, and every element of it
 dequantizes to NaN (OCP §6.3: a NaN scale makes the whole block NaN).
+
+That is the `ocp` block convention, the default. `convention="torchao"` or `"transformer_engine"`
+reproduces those implementations bit for bit instead (`simulations.block_conventions`: the scale
+from the amax in float32, elements multiplied by a float32 reciprocal, each library's element cast
+and its own handling of tiny, Inf and NaN blocks).
 """
 
 from __future__ import annotations
@@ -33,6 +38,17 @@ from ._blockwise import (
     scale_layout,
     scratch,
 )
+from .block_conventions import (
+    ElementCast,
+    MXElementScaling,
+    MXScale,
+    cast_elements,
+    element_policy,
+    get_block_convention,
+    mx_element_multipliers,
+    mx_scale_codes,
+    scale_by_multiplier,
+)
 from .block_formats import (
     E8M0_BIAS,
     E8M0_NAN_CODE,
@@ -41,7 +57,6 @@ from .block_formats import (
     check_block_size,
     element_format,
     mx_scale_exponent,
-    scale_rule_of,
 )
 from .granularity import Granularity
 
@@ -60,6 +75,7 @@ class MXTensor:
     scale_rule: ScaleRule
     policy: CastPolicy
     source_dtype: str = "float32"
+    convention: str = "ocp"  # the block convention (simulations.block_conventions) that made it
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -94,6 +110,7 @@ class MXTensor:
             "block_size": self.block_size,
             "axis": self.axis,
             "scale_rule": self.scale_rule.value,
+            "convention": self.convention,
             "policy": self.policy.to_dict(),
             "shape": list(self.shape),
             "bits_per_element": self.bits_per_element,
@@ -106,51 +123,77 @@ def quantize_mx(
     x: Any,
     elem_format: str = "E4M3FN",
     block_size: int = 32,
-    scale_rule: str = "floor",
+    scale_rule: str | None = None,
     axis: int = -1,
     policy: CastPolicy | None = None,
     *,
+    convention: str = "ocp",
     rng: np.random.Generator | None = None,
 ) -> MXTensor:
     """MX-quantize `x` in blocks of `block_size` along `axis` (see the module docstring).
 
-    `policy` is the element cast policy (default `policy_for('ocp', elem)`: nearest-even,
-    saturating); stochastic rounding needs `rng` and is reproducible for its seed."""
+    `scale_rule` (floor, ceil, rceil, even) defaults to the convention's own (floor for ocp and
+    torchao, rceil for transformer_engine); `convention` names a `block_conventions` record.
+    `policy` replaces the element cast policy of the ocp convention (default `policy_for('ocp',
+    elem)`: nearest-even, saturating); stochastic rounding needs `rng` and is reproducible for its
+    seed. The other conventions fix their element cast, so they refuse a `policy`."""
+    conv = get_block_convention(convention)
     f = element_format(elem_format, MX_ELEMENT_FORMATS)
     bs = check_block_size(block_size)
-    rule = scale_rule_of(scale_rule)
-    pol = formats.policy_for("ocp", f) if policy is None else policy
+    mxr = conv.mx_rule(scale_rule)
+    conv.check_mx(f, bs)
+    if policy is not None and conv.mx_element_cast is not ElementCast.OCP:
+        raise ValueError(f"the {conv.name} convention fixes its element cast; policy applies to 'ocp' only")
+    pol = element_policy(conv.mx_element_cast, f) if policy is None else policy
     if not isinstance(pol, CastPolicy):
         raise TypeError(f"policy must be a CastPolicy or None, got {type(pol).__name__}")
     arr = float_input(x)
+    if conv.float32_input and arr.dtype != np.float32:
+        with np.errstate(over="ignore"):
+            arr = arr.astype(np.float32)
     shape = tuple(arr.shape)
     g = block_grouping(shape, axis, bs, False)
     blocks = g.to_groups(arr)
     nb = blocks.shape[0]
     codes = np.empty(blocks.shape, np.uint8)
     scale_codes = np.empty(nb, np.uint8)
-    inf_pattern = inf_bits(arr.dtype)
     rngs = chunk_rngs(rng, nb)
+    exact = mxr.scale is MXScale.EXACT and mxr.element_scaling is MXElementScaling.EXACT
 
-    def work(ci: int, lo: int, hi: int) -> None:
+    def work_exact(ci: int, lo: int, hi: int) -> None:
         xb = blocks[lo:hi]
         abits = amax_bits(xb)
         bad = abits >= inf_pattern
         amax = abits.view(arr.dtype)
-        xexp = mx_scale_exponent(np.where(bad, 0.0, amax), f, rule)
+        xexp = mx_scale_exponent(np.where(bad, 0.0, amax), f, mxr.rule)
         factor = np.ldexp(np.ones(hi - lo, arr.dtype), (-xexp).astype(np.int32))
         with np.errstate(over="ignore", invalid="ignore"):  # Inf/NaN blocks, zeroed below
             scaled = np.multiply(xb, factor[:, None], out=scratch(xb.shape, arr.dtype))
         if bad.any():
             scaled[bad] = 0
-        codes[lo:hi] = formats.encode(scaled, f, pol, rng=None if rngs is None else rngs[ci])
+        codes[lo:hi] = cast_elements(scaled, f, conv.mx_element_cast, pol, None if rngs is None else rngs[ci])
         sc = (xexp + E8M0_BIAS).astype(np.uint8)
         sc[bad] = E8M0_NAN_CODE
         scale_codes[lo:hi] = sc
 
-    map_chunks(nb, work)
-    return MXTensor(g.from_groups(codes, shape), scale_layout(scale_codes, g, shape), f, bs, axis, rule, pol,
-                    str(arr.dtype))
+    multipliers = mx_element_multipliers(mxr.element_scaling)
+
+    def work_float32(ci: int, lo: int, hi: int) -> None:
+        xb = blocks[lo:hi]
+        amax = amax_bits(xb, ignore_nan=conv.mx_amax_nan.value == "ignore").view(np.float32)
+        sc = mx_scale_codes(amax, f, mxr)
+        r = multipliers[sc]
+        if mxr.element_scaling is MXElementScaling.RECIPROCAL_ONE_AT_ZERO:
+            nan_scale = sc == E8M0_NAN_CODE
+            r[nan_scale] = amax[nan_scale]  # torchao multiplies by the NaN descale itself
+        scaled = scale_by_multiplier(xb, r, out=scratch(xb.shape, np.dtype(np.float32)))
+        codes[lo:hi] = cast_elements(scaled, f, conv.mx_element_cast)
+        scale_codes[lo:hi] = sc
+
+    inf_pattern = inf_bits(arr.dtype)
+    map_chunks(nb, work_exact if exact else work_float32)
+    return MXTensor(g.from_groups(codes, shape), scale_layout(scale_codes, g, shape), f, bs, axis, mxr.rule, pol,
+                    str(arr.dtype), conv.name)
 
 
 def mx_scale_rule_table(amax: float = 957.0, elem_format: str = "E4M3FN") -> list[dict[str, Any]]:

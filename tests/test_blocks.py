@@ -309,8 +309,34 @@ def test_blocks_simulation_json() -> None:
         < schemes["MXFP4 rceil"]["rms_rel_error"]
     assert d["config"] == {"recipe": "MXFP8_E4M3", "scale_rule": "floor", "hadamard": False,
                            "distribution": "student_t", "outlier": 0.0, "row": 0, "seed": 1,
-                           "transposed_view": False, "rows": 16, "cols": 64}
+                           "transposed_view": False, "rows": 16, "cols": 64, "convention": "ocp"}
     assert d["selected"]["block_format"]["name"] == "MXFP8_E4M3" and d["selected"]["transposed"] is None
+
+
+def test_blocks_simulation_under_a_convention() -> None:
+    """The comparison covers what the implementation has; the recipe in detail is its quantization."""
+    te = B.simulate_blocks(rows=32, cols=64, seed=1, convention="transformer_engine", scale_rule="rceil",
+                           transposed_view=True)
+    assert [e.scheme for e in te.entries] == ["MXFP8_E4M3 rceil", "MXFP8_E5M2 rceil", "NVFP4 1x16", "NVFP4 16x16"]
+    assert te.selected is not None and te.selected.quantized.convention == "transformer_engine"
+    want = B.quantize_mx(te.x_in, "E4M3FN", 32, "rceil", convention="transformer_engine")
+    np.testing.assert_array_equal(te.selected.quantized.codes, want.codes)
+    ao = B.simulate_blocks(rows=16, cols=64, seed=1, convention="torchao", recipe="NVFP4")
+    assert "NVFP4 16x16" not in {e.scheme for e in ao.entries} and len(ao.entries) == 5 * 4 + 1
+    assert ao.selected is not None and ao.selected.quantized.convention == "torchao"
+    assert "transformer_engine convention" in "\n".join(B.summary_lines(te))
+
+
+@pytest.mark.parametrize("knobs, match", [
+    ({"convention": "transformer_engine"},
+     r"^scale_rule: the transformer_engine convention has no scale rule 'floor'; it has rceil$"),
+    ({"convention": "transformer_engine", "recipe": "MXFP4", "scale_rule": "rceil"},
+     r"^recipe: the transformer_engine convention has no MX blocks of E2M1"),
+    ({"convention": "cuda"}, r"^convention: must be one of ocp, torchao, transformer_engine"),
+])
+def test_blocks_config_refuses_what_a_convention_lacks(knobs: dict, match: str) -> None:
+    with pytest.raises(ConfigError, match=match):
+        B.BlocksConfig(**knobs)
 
 
 def test_blocks_comparison_against_ml_dtypes() -> None:

@@ -10,7 +10,8 @@ down (DESIGN.md):
 
 Leaves (import nothing of lowprec): `lowprec` itself, `lowprec.strictjson`, `lowprec.config`,
 `lowprec.extras`. Third-party: Panel/Bokeh/param only in app, Triton only in gpu, torch only where
-autograd or a torch backend is the point (the recompute simulation, gpu, benchmarks).
+autograd or a torch backend is the point (the recompute simulation, the course examples that run
+torch.utils.checkpoint, gpu, benchmarks).
 The same checks run on the installed wheel in tests/test_packaging.py (`check_graph`).
 """
 
@@ -39,7 +40,9 @@ THIRD_PARTY_ONLY_IN: dict[str, tuple[str, ...]] = {
     "bokeh": ("lowprec.app.",),
     "param": ("lowprec.app.",),
     "triton": ("lowprec.gpu.",),
-    "torch": ("lowprec.simulations.recompute_harness", "lowprec.gpu.", "lowprec.benchmarks."),
+    # examples_course: the checkpointing primer and the seed-001 lesson run torch.utils.checkpoint
+    "torch": ("lowprec.simulations.recompute_harness", "lowprec.simulations.examples_course", "lowprec.gpu.",
+              "lowprec.benchmarks."),
 }
 #: cycles tolerated for now (none: keep it that way)
 KNOWN_CYCLES: list[list[str]] = []

@@ -22,6 +22,7 @@ CASES: dict[str, list[str]] = {
     "formats": [],
     "cast": ["E5M2", "--", "-70000", "nan", "inf", "0", "3.3"],
     "examples": [],
+    "lessons": [],
     "crosscheck": ["--backend", "ml_dtypes", "--formats", "E2M1", "--n-random", "100", "--quiet"],
     "bench": ["gpu"],  # without CUDA: {"gpu": {"skipped": …}}, the writer is what is checked
     "simulate spike": ["--steps", "4", "--spike-step", "2", "--size", "64", "--quiet"],

@@ -166,7 +166,7 @@ def test_load_lessons_missing_folder(tmp_path: Path) -> None:
 def test_widget_table_matches_the_shared_contract() -> None:
     # the widget names every lesson directive may use (the list agreed with the app helpers)
     assert set(WIDGET_PARAMS) == {
-        "BinExplorer", "Conventions", "DelayedSpike", "AttentionRounding",
+        "BinExplorer", "BinChallenge", "Conventions", "DelayedSpike", "AttentionRounding",
         "RecomputeDivergence", "ScaleGrouping", "BlockFormats",
     }
 

@@ -4,7 +4,10 @@ the shown row) is quantized with a block recipe of `simulations.block_formats` �
 an E8M0 scale 2^X, X from the block amax by the named scale rule: floor (OCP), ceil, rceil, even) in
 MXFP8, MXFP6 or MXFP4, or NVFP4 (E2M1 elements, an E4M3 scale per 16 and an FP32 tensor scale
 `amax / (448·6)`; the scale rule does not apply) — optionally after the random Hadamard transform on
-blocks of 16, against per-tensor scaling in the same element format. The widget draws the shown row's
+blocks of 16, against per-tensor scaling in the same element format, all under the chosen block
+convention (`convention`: the OCP reading, torchao's or Transformer Engine's arithmetic; choosing a
+convention that lacks the current scale rule switches the rule to the convention's own, e.g. rceil
+for Transformer Engine). The widget draws the shown row's
 first 32 elements (input, decoded, per-tensor, the grid the block snaps to), the RMS relative error of
 every 32-element block, and with `transposed_view` the column-blocked view quantized from the source
 against re-quantized from the row-blocked decoded data. Every number comes from the simulation's
@@ -15,12 +18,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import param
 from bokeh.models import ColumnDataSource
 
 from lowprec.app.plots.style import power_of_two_text
 from lowprec.app.plots.widget_blocks import TRANSPOSE_VIEWS, block_figures
 from lowprec.app.widgets._sim_base import SimulationWidget, simulation_widget
 from lowprec.simulations import blocks
+from lowprec.simulations.block_conventions import BLOCK_CONVENTIONS, get_block_convention
 from lowprec.simulations.blocks import BlocksResult, SelectedRecipe, TransposedView
 
 #: grid lines drawn at most; a denser grid keeps its top three binades (8-bit grids crowd near zero)
@@ -32,6 +37,21 @@ class BlockFormats(SimulationWidget):
     """MX and NVFP4 block formats: one block element by element, error against per-tensor scaling."""
 
     title = "Block formats"
+
+    def __init__(self, **params: Any) -> None:
+        conv = params.get("convention")
+        if conv in BLOCK_CONVENTIONS and "scale_rule" not in params:
+            params["scale_rule"] = _rule_for(str(conv), str(type(self).param["scale_rule"].default))
+        super().__init__(**params)
+
+    def _on_param_change(self, *events: param.parameterized.Event) -> None:
+        convention, scale_rule = getattr(self, "convention"), getattr(self, "scale_rule")
+        if any(e.name == "convention" for e in events) and convention in BLOCK_CONVENTIONS:
+            rule = _rule_for(convention, scale_rule)
+            if rule != scale_rule:
+                with param.parameterized.discard_events(self):
+                    setattr(self, "scale_rule", rule)
+        self.update()
 
     @staticmethod
     def _selected(result: BlocksResult) -> SelectedRecipe:
@@ -80,7 +100,10 @@ class BlockFormats(SimulationWidget):
             scheme = (f"{bf.name} ({bf.element.name} elements, an {bf.scale.name} scale per {bf.block_size}, "
                       f"rule {sel.scale_rule})")
             scale_text = f"shared scale 2^{shown.scale_exponents[0]} (E8M0 code 0x{shown.scale_codes[0]:02X})"
-        return self._row_summary(result, scheme, scale_text) + self._transpose_summary(sel.transposed)
+        conv = get_block_convention(result.config.convention)
+        convention = f" Block arithmetic: **{conv.name}** ({conv.source})."
+        return (self._row_summary(result, scheme, scale_text) + convention
+                + self._transpose_summary(sel.transposed))
 
     def _row_summary(self, result: BlocksResult, scheme: str, scale_text: str) -> str:
         sel = self._selected(result)
@@ -112,6 +135,12 @@ class BlockFormats(SimulationWidget):
             f"extra error {t.extra:+.3g}; {t.codes_differ:.1%} of the column-view codes differ "
             f"(row view: {t.rows:.4g})."
         )
+
+
+def _rule_for(convention: str, scale_rule: str) -> str:
+    """`scale_rule` if the convention has it, else the convention's own default rule."""
+    conv = get_block_convention(convention)
+    return scale_rule if scale_rule in conv.rules else conv.default_rule.value
 
 
 def transpose_columns(transposed: TransposedView | None) -> dict[str, list[Any]]:

@@ -1,0 +1,262 @@
+"""Lesson blocks on a page: predictions, exercises, and what a prediction locks (widgets, explanations).
+
+Every block is a `pn.custom.JSComponent` driven by one ES module, `app/static/exercises.js`, so it
+behaves the same on a served page and on an exported page opened from disk: the answer and
+everything the learner is told are computed here (from `Answer.to_dict()`, `formats.code_table`)
+and travel as one strict-JSON string parameter, `spec`, inside the page's Bokeh document; the
+browser only parses a response and compares (the rules of `lesson_blocks.check_response`). The
+Markdown of a block (question, prompt, hints, solution, explanation) is passed as Panel Markdown
+children, rendered like the rest of the lesson. The module's text is embedded in the document
+(Panel turns it into a `blob:` module in the browser): nothing is fetched.
+
+Page contract (what tests and the site's navigation rely on):
+
+- an exercise element carries `data-exercise="<lesson-slug>/<id>"` and, once checked,
+  `data-result="correct"` or `"incorrect"`; a prediction carries `data-prediction="<slug>/<id>"`
+  and, once answered, `data-result="answered"`;
+- a locked region (the widget after a prediction, the prediction's explanation: a `LockRegion`,
+  i.e. a Column of a `LockMarker` and the content) carries `data-locked-by="<slug>/<prediction
+  id>"` (an explanation also `data-explains`) and `data-state="locked"` / `"open"`; its content is
+  built server side, starts invisible and is shown (its Bokeh model's `visible`) once the
+  prediction is answered;
+- progress is the localStorage key `lowprec-progress` (`PROGRESS_KEY`): a JSON object mapping
+  `"<slug>/<id>"` to `"correct"` | `"incorrect"` (the last check of an exercise) or `"answered"`
+  (a prediction); every write dispatches the window event `lowprec-progress` (`PROGRESS_EVENT`,
+  detail `{key, result}`), and every component restores its state from the key on load.
+
+Feedback on a wrong answer: for a code, what the learner's code decodes to (a lookup in the
+format's decode table, computed here) and whether it is too low or too high; for a number, too
+low or too high; from the second wrong try on, the right answer too. Hints open one at a time;
+the worked solution on request.
+
+What a static export must keep for these to work offline: the Bokeh document embedded
+(`save(embed=True)`) with Panel's JS inlined (`resources=INLINE`: es-module-shims comes with it,
+and the module is imported from a `blob:` URL, which a Content-Security-Policy must allow); the
+components themselves (they are not Panel widgets, so disabling the page's widgets leaves them
+live; they need no embedded states); and a placed widget may sit inside a `LockRegion`
+(`region.view` is the widget, `region.content` the Column that holds it). `window.lowprecLesson`
+(checkResponse, readProgress, …) is there once a component has loaded.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Union
+
+import panel as pn
+import param
+from panel.custom import Child, Children
+
+from lowprec import strictjson
+from lowprec.app.lesson_blocks import Answer, ExerciseBlock, ExplanationBlock, PredictionBlock
+from lowprec.formats import code_table, get_format, power_of_two_text
+from lowprec.formats.challenge import grouped_bits, number_text
+from lowprec.formats.explain import bit_fields
+
+__all__ = [
+    "DECODE_WINDOW",
+    "ESM_PATH",
+    "ExerciseView",
+    "LessonComponent",
+    "LockMarker",
+    "LockRegion",
+    "PROGRESS_EVENT",
+    "PROGRESS_KEY",
+    "PredictionView",
+    "block_key",
+    "block_view",
+    "decode_table",
+    "exercise_spec",
+    "lock_spec",
+    "locked",
+    "prediction_spec",
+]
+
+ESM_PATH = Path(__file__).resolve().parent / "static" / "exercises.js"
+PROGRESS_KEY = "lowprec-progress"
+PROGRESS_EVENT = "lowprec-progress"
+#: formats wider than 8 bits carry the decode table of the codes within this distance of the answer
+#: (and of its sign twin) only; any other code is "far from the answer"
+DECODE_WINDOW = 64
+FULL_TABLE_BITS = 8
+
+Block = Union[PredictionBlock, ExplanationBlock, ExerciseBlock]
+
+
+def block_key(lesson_slug: str, block_id: str) -> str:
+    """The block's address in the page and in the progress store: '<lesson-slug>/<id>'."""
+    return f"{lesson_slug}/{block_id}"
+
+
+# ------------------------------------------------------------------------------------------------
+# the data each component carries
+# ------------------------------------------------------------------------------------------------
+
+
+def decode_table(fmt: str, answer_code: int) -> dict[str, dict[str, Any]]:
+    """Code (decimal text) → {"value", "text"} for the codes a learner may type: every code of a
+    format up to 8 bits, else the codes within DECODE_WINDOW of the answer and of its sign twin.
+    `text` is the exact value ('3.25 = 13/8 × 2^1', 'NaN', '-0')."""
+    f = get_format(fmt)
+    table = code_table(f)
+    if f.bits <= FULL_TABLE_BITS:
+        codes = range(f.n_codes)
+    else:
+        twin = answer_code ^ (1 << (f.bits - 1))
+        near = {c for centre in (answer_code, twin)
+                for c in range(max(0, centre - DECODE_WINDOW), min(f.n_codes, centre + DECODE_WINDOW + 1))}
+        codes = sorted(near)  # type: ignore[assignment]
+    out: dict[str, dict[str, Any]] = {}
+    for code in codes:
+        value = float(table.value[code])
+        exact, text = power_of_two_text(value), number_text(value)
+        out[str(code)] = {"value": value, "text": text if exact in (text, "NaN", "+Inf", "-Inf")
+                          else f"{text} = {exact}"}
+    return out
+
+
+def answer_text(answer: Answer) -> str:
+    """The answer as the page states it: a code with its bits and value ('0x45 (0 1000 101) =
+    3.25 = 13/8 × 2^1'), a number as the lesson's prose prints it, a choice as written."""
+    if answer.kind == "code":
+        fmt, code = str(answer.format), int(answer.value)
+        bits = grouped_bits(format(code, f"0{answer.bits}b"), bit_fields(fmt))
+        value = decode_table(fmt, code)[str(code)]["text"]
+        return f"{answer.to_dict()['hex']} ({bits}) = {value}"
+    if answer.kind == "choice":
+        return str(answer.value)
+    return answer.text
+
+
+def how_text(answer: Answer) -> str:
+    """How to type a response (shown next to the box)."""
+    if answer.kind == "code":
+        return f"(a code of {answer.format}: hex like 0x{'45' if (answer.bits or 8) > 4 else 'A'} " \
+               f"or its {answer.bits} bits)"
+    if answer.kind == "number":
+        rule, amount = answer.tolerance
+        within = {"exact": "the exact value",
+                  "abs": f"within ±{amount:g}",
+                  "rel": f"within {amount * 100:g} % of the answer"}[rule]
+        return f"(a number, decimal like 0.1 or hex float like 0x1.8p3; {within} counts)"
+    return ""
+
+
+def unreadable_text(answer: Answer) -> str:
+    """What the page says when it cannot read a response."""
+    if answer.kind == "code":
+        return (f"Type a code of {answer.format}: hex like 0x{'45' if (answer.bits or 8) > 4 else 'A'}, "
+                f"or exactly {answer.bits} bits of 0 and 1.")
+    if answer.kind == "number":
+        return "Type a number: decimal like 0.1, or a hex float like 0x1.8p3 (inf and nan are numbers too)."
+    return "Pick one of the choices."
+
+
+def exercise_spec(block: ExerciseBlock, lesson_slug: str) -> dict[str, Any]:
+    """The data an exercise component carries (the Markdown goes as children)."""
+    spec: dict[str, Any] = {"role": "exercise", "key": block_key(lesson_slug, block.id), "id": block.id,
+                            "answer": block.answer.to_dict(), "answer_text": answer_text(block.answer),
+                            "how": how_text(block.answer),
+                            "unreadable": unreadable_text(block.answer)}
+    if block.answer.kind == "code":
+        spec["decode"] = decode_table(str(block.answer.format), int(block.answer.value))
+    return spec
+
+
+def prediction_spec(block: PredictionBlock, lesson_slug: str) -> dict[str, Any]:
+    """The data a prediction component carries."""
+    return {"role": "prediction", "key": block_key(lesson_slug, block.id), "id": block.id,
+            "answer": block.answer.to_dict(), "answer_text": answer_text(block.answer),
+                            "how": how_text(block.answer),
+            "unreadable": unreadable_text(block.answer),
+            "after": "The widget below is unlocked: try it, then read why."}
+
+
+def lock_spec(key: str, *, note: str = "", label: str = "", explains: bool = False) -> dict[str, Any]:
+    """The data of a locked element: opens when progress has `key` (a prediction is answered)."""
+    return {"role": "lock", "lock": key, "note": note, "label": label, "explains": explains}
+
+
+# ------------------------------------------------------------------------------------------------
+# components
+# ------------------------------------------------------------------------------------------------
+
+
+class LessonComponent(pn.custom.JSComponent):
+    """A lesson component: `spec` (strict JSON) says which one and carries its data."""
+
+    spec = param.String(default='{"role": "none"}', doc="the component's data, strict JSON")
+
+    _esm = ESM_PATH
+
+    def __init__(self, data: dict[str, Any] | None = None, **params: Any) -> None:
+        if data is not None:
+            params["spec"] = self.encode(data)
+        params.setdefault("sizing_mode", "stretch_width")
+        super().__init__(**params)
+
+    @staticmethod
+    def encode(data: dict[str, Any]) -> str:
+        """`data` as the `spec` string: strict JSON (non-finite numbers as "nan"/"inf"/"-inf")."""
+        return strictjson.dumps(data, indent=None)
+
+    @property
+    def data(self) -> Any:
+        """`spec` read back (strictly)."""
+        return strictjson.loads(self.spec)
+
+
+class PredictionView(LessonComponent):
+    """A prediction: the question, a choice or a number, 'Lock in my prediction'."""
+
+    question = Child(doc="the question (Markdown)")
+
+
+class ExerciseView(LessonComponent):
+    """An exercise: prompt, answer box or choices, Check, hints one at a time, worked solution."""
+
+    prompt = Child(doc="the prompt (Markdown)")
+    hints = Children(doc="the hints (Markdown), shown one at a time")
+    solution = Child(doc="the worked solution (Markdown), shown on request")
+
+
+class LockMarker(LessonComponent):
+    """First child of a `LockRegion`: shows a note while locked, opens the region when the
+    prediction is answered."""
+
+
+class LockRegion(pn.Column):
+    """A `LockMarker` and, hidden until prediction `lock` is answered, `view` (a widget's view or an
+    explanation). The region's element carries `data-locked-by`; `view` is built either way.
+    An exporter that swaps a widget for its own view of it replaces `region.content.objects`."""
+
+    def __init__(self, view: Any, lock: str, *, note: str = "", label: str = "", explains: bool = False) -> None:
+        self.view = view
+        self.lock = lock
+        self.content = pn.Column(view, visible=False, sizing_mode="stretch_width", margin=0)
+        marker = LockMarker(lock_spec(lock, note=note, label=label, explains=explains))
+        super().__init__(marker, self.content, sizing_mode="stretch_width", margin=0)
+
+
+def _markdown(text: str) -> pn.pane.Markdown:
+    return pn.pane.Markdown(text, sizing_mode="stretch_width", margin=(0, 0))
+
+
+def locked(view: Any, key: str, *, note: str | None = None) -> LockRegion:
+    """`view` hidden until the prediction `key` ('<slug>/<id>') is answered."""
+    text = "Answer the prediction above to unlock this widget." if note is None else note
+    return LockRegion(view, key, note=text)
+
+
+def block_view(block: Block, lesson_slug: str) -> pn.viewable.Viewable:
+    """The Panel component of a prediction, explanation or exercise of lesson `lesson_slug`."""
+    if isinstance(block, PredictionBlock):
+        return PredictionView(prediction_spec(block, lesson_slug), question=_markdown(block.question))
+    if isinstance(block, ExerciseBlock):
+        return ExerciseView(exercise_spec(block, lesson_slug), prompt=_markdown(block.prompt),
+                            hints=[_markdown(h) for h in block.hints], solution=_markdown(block.solution))
+    if isinstance(block, ExplanationBlock):
+        return LockRegion(_markdown(block.text), block_key(lesson_slug, block.id), label="What you saw and why",
+                          explains=True)
+    raise TypeError(f"block_view takes a PredictionBlock, ExplanationBlock or ExerciseBlock; "
+                    f"got {type(block).__name__}")

@@ -1,0 +1,511 @@
+// lowprec lesson components, run in the browser: predictions, exercises, locked widgets and
+// explanations, and the bin challenge (their Python side is lowprec/app/exercises.py and
+// lowprec/app/widgets/bin_challenge.py; each passes its data as one strict-JSON string, `spec`).
+//
+// Everything a learner is told comes precomputed from Python (answers, decode tables, verdicts);
+// this file only parses a response and compares. The comparison rules are those of
+// lowprec.app.lesson_blocks.check_response, and a test runs `checkResponse` against it on a table
+// of responses. Progress lives in localStorage under "lowprec-progress": a JSON object mapping
+// "<lesson-slug>/<block-id>" to "correct" | "incorrect" | "answered"; every write dispatches
+// `window` event "lowprec-progress" (detail: {key, result}).
+//
+// No imports: the module is inlined in the page (served or exported), so it never fetches.
+
+export const PROGRESS_KEY = "lowprec-progress"
+export const PROGRESS_EVENT = "lowprec-progress"
+
+// ---------------------------------------------------------------------------------------------
+// parsing and checking (mirrors lesson_blocks.parse_response / check_response)
+// ---------------------------------------------------------------------------------------------
+
+const WS_EDGES = /^[ \t\n\r\v\f]+|[ \t\n\r\v\f]+$/g  // ASCII whitespace, as lesson_blocks strips
+const DEC_RE = /^[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$/
+const SPECIAL_RE = /^([+-]?)(?:inf|infinity|nan)$/i
+const HEX_FLOAT_RE = /^([+-]?)0[xX]([0-9a-fA-F]*)\.?([0-9a-fA-F]*)[pP]([+-]?[0-9]+)$/
+
+export function strip(text) {
+  return String(text).replace(WS_EDGES, "")
+}
+
+// A strict-JSON number: lowprec.strictjson writes non-finite numbers as "nan", "inf", "-inf".
+export function jsonNumber(v) {
+  if (typeof v === "number") return v
+  if (v === "nan") return NaN
+  if (v === "inf") return Infinity
+  if (v === "-inf") return -Infinity
+  return NaN
+}
+
+function pow2(k) {
+  // 2^k exactly, for -1074 <= k <= 1023 (built from its bits: no pow rounding)
+  const buf = new DataView(new ArrayBuffer(8))
+  if (k >= -1022) {
+    buf.setUint32(0, (k + 1023) << 20)
+    buf.setUint32(4, 0)
+  } else {
+    const bit = k + 1074  // position in the 52-bit fraction
+    buf.setUint32(0, bit >= 32 ? 1 << (bit - 32) : 0)
+    buf.setUint32(4, bit < 32 ? (2 ** bit) >>> 0 : 0)
+  }
+  return buf.getFloat64(0)
+}
+
+function bitLength(n) {
+  return n === 0n ? 0 : n.toString(2).length
+}
+
+// float.fromhex, correctly rounded (nearest-even, subnormals included); overflow gives ±Infinity
+export function parseHexFloat(text) {
+  const m = HEX_FLOAT_RE.exec(text)
+  if (m === null || (m[2] + m[3]).length === 0) return null
+  const sign = m[1] === "-" ? -1 : 1
+  const mant = BigInt("0x" + (m[2] + m[3] || "0"))
+  if (mant === 0n) return sign * 0
+  const e = BigInt(m[4]) - 4n * BigInt(m[3].length)  // value = mant × 2^e
+  const L = bitLength(mant)
+  const top = BigInt(L - 1) + e  // exponent of the leading bit
+  if (top > 1023n) return sign * Infinity
+  if (top < -1076n) return sign * 0  // below half the smallest subnormal
+  const topN = Number(top)
+  const precision = topN >= -1022 ? 53 : topN + 1075  // bits kept (fewer for subnormals)
+  const shift = L - precision
+  let q = mant
+  let exp = Number(e)
+  if (shift > 0) {
+    const s = BigInt(shift)
+    q = mant >> s
+    const rest = mant - (q << s)
+    const half = 1n << (s - 1n)
+    if (rest > half || (rest === half && (q & 1n) === 1n)) q += 1n
+    exp += shift
+  }
+  if (q === 0n) return sign * 0
+  // q < 2^54 and exp keeps q × 2^exp exact; rounding up may carry to 2^1024 (overflow)
+  const qb = bitLength(q)
+  if (exp + qb - 1 > 1023) return sign * Infinity
+  return sign * Number(q) * pow2(exp)  // exact: -1074 <= exp <= 1023 and q × 2^exp is a double
+}
+
+export function parseNumber(text) {
+  if (typeof text !== "string") return null
+  const t = strip(text).replaceAll("\u2212", "-").replaceAll("_", "")
+  if (t === "") return null
+  if (HEX_FLOAT_RE.test(t)) return parseHexFloat(t)
+  const special = SPECIAL_RE.exec(t)
+  if (special !== null) {
+    const word = t.replace(/^[+-]/, "").toLowerCase()
+    if (word === "nan") return NaN
+    return special[1] === "-" ? -Infinity : Infinity
+  }
+  if (DEC_RE.test(t)) return Number(t)
+  return null
+}
+
+export function parseCode(text, bits) {
+  if (typeof text !== "string") return null
+  const t = strip(text).replaceAll(" ", "").replaceAll("_", "")
+  let v
+  if (/^0[xX][0-9a-fA-F]+$/.test(t)) v = BigInt(t.toLowerCase())
+  else if (/^[01]+$/.test(t) && t.length === bits) v = BigInt("0b" + t)
+  else if (/^0[bB][01]+$/.test(t)) v = BigInt("0b" + t.slice(2))
+  else return null
+  return v < (1n << BigInt(bits)) ? Number(v) : null
+}
+
+// The response as the answer's type (number, code or choice text), or null when unreadable.
+export function parseResponse(answer, response) {
+  if (typeof response !== "string") return null
+  if (answer.kind === "number") return parseNumber(response)
+  if (answer.kind === "code") return parseCode(response, answer.bits)
+  const t = strip(response)
+  return answer.choices.includes(t) ? t : null
+}
+
+// Whether `response` is right for `answer` (Answer.to_dict()); an unreadable response is wrong.
+export function checkResponse(answer, response) {
+  const got = parseResponse(answer, response)
+  if (got === null) return false
+  if (answer.kind === "number") {
+    const value = jsonNumber(answer.value)
+    const rule = answer.tolerance.rule
+    const amount = jsonNumber(answer.tolerance.amount)
+    if (Number.isNaN(value)) return Number.isNaN(got)
+    if (rule === "exact") return got === value
+    if (rule === "abs") return Math.abs(got - value) <= amount
+    return Math.abs(got - value) <= amount * Math.abs(value)
+  }
+  return got === answer.value
+}
+
+// ---------------------------------------------------------------------------------------------
+// feedback: the reason, from precomputed data (a decode table for codes), never recomputed here
+// ---------------------------------------------------------------------------------------------
+
+function sameNumber(a, b) {
+  return a === b || (Number.isNaN(a) && Number.isNaN(b))
+}
+
+// {result: "correct" | "incorrect" | "unreadable", message} for a response; `tries` is the
+// number of wrong answers before this one (the right answer is told from the second wrong try).
+export function feedback(spec, response, tries) {
+  const answer = spec.answer
+  const got = parseResponse(answer, response)
+  if (got === null) return {result: "unreadable", message: spec.unreadable}
+  if (checkResponse(answer, response)) return {result: "correct", message: `Right: ${spec.answer_text}.`}
+  let reason
+  if (answer.kind === "number") {
+    const value = jsonNumber(answer.value)
+    const shown = strip(response)
+    if (Number.isNaN(got) || Number.isNaN(value)) reason = `${shown} is not the answer.`
+    else reason = got < value ? `${shown} is too low.` : `${shown} is too high.`
+  } else if (answer.kind === "code") {
+    const table = spec.decode || {}
+    const row = table[String(got)]
+    const hex = "0x" + got.toString(16).toUpperCase().padStart(Math.ceil(answer.bits / 4), "0")
+    if (row === undefined) {
+      reason = `${hex} is not the code: it lies far from the answer (outside the table this page carries).`
+    } else {
+      const v = jsonNumber(row.value)
+      const right = jsonNumber(table[String(answer.value)].value)
+      if (sameNumber(v, right)) reason = `${hex} decodes to ${row.text}, the answer's value, but it is another code (look at the sign bit, or which NaN).`
+      else if (Number.isNaN(v)) reason = `${hex} is a NaN code of ${answer.format}.`
+      else if (Number.isNaN(right)) reason = `${hex} decodes to ${row.text}; the answer is not a number.`
+      else reason = `${hex} decodes to ${row.text}, ${v < right ? "too low" : "too high"}.`
+    }
+  } else {
+    reason = `Not “${got}”.`
+  }
+  const reveal = tries >= 1 ? ` The answer: ${spec.answer_text}.` : " Try again, or open a hint."
+  return {result: "incorrect", message: reason + reveal}
+}
+
+// ---------------------------------------------------------------------------------------------
+// progress (localStorage "lowprec-progress"), with an in-page fallback when storage is refused
+// ---------------------------------------------------------------------------------------------
+
+// the fallback lives on window: each component class loads its own copy of this module
+function memory() {
+  if (typeof window.__lowprecProgress !== "object" || window.__lowprecProgress === null) window.__lowprecProgress = {}
+  return window.__lowprecProgress
+}
+
+export function readProgress() {
+  let raw
+  try {
+    raw = window.localStorage.getItem(PROGRESS_KEY)
+  } catch (e) {
+    return Object.assign({}, memory())  // storage refused
+  }
+  try {
+    const data = raw === null ? {} : JSON.parse(raw)
+    return data !== null && typeof data === "object" && !Array.isArray(data) ? data : {}
+  } catch (e) {
+    return {}  // not JSON: read as empty; the next write replaces it
+  }
+}
+
+export function writeProgress(key, result) {
+  const data = readProgress()
+  data[key] = result
+  memory()[key] = result
+  try {
+    window.localStorage.setItem(PROGRESS_KEY, JSON.stringify(data))
+  } catch (e) {
+    // storage refused (a private window, a sandbox): the mark lasts for this page only
+  }
+  window.dispatchEvent(new CustomEvent(PROGRESS_EVENT, {detail: {key, result}}))
+}
+
+function onProgress(model, callback) {
+  const handler = () => callback(readProgress())
+  window.addEventListener(PROGRESS_EVENT, handler)
+  window.addEventListener("storage", handler)
+  model.on("remove", () => {
+    window.removeEventListener(PROGRESS_EVENT, handler)
+    window.removeEventListener("storage", handler)
+  })
+}
+
+// ---------------------------------------------------------------------------------------------
+// views
+// ---------------------------------------------------------------------------------------------
+
+const CSS = `
+:host { display: block; }
+.lp-box { border: 1px solid #c9ced6; border-left: 4px solid #3b5bdb; border-radius: 6px;
+  padding: 10px 14px; margin: 10px 0; background: #fbfcff; color: #1d2330; font-size: 15px; }
+.lp-box.lp-prediction { border-left-color: #9c36b5; }
+.lp-box.lp-challenge { border-left-color: #e8590c; }
+.lp-kicker { font-weight: 700; font-size: 13px; text-transform: uppercase; letter-spacing: .04em;
+  color: #3d4451; margin: 0 0 4px 0; }
+.lp-form { display: flex; flex-wrap: wrap; gap: 8px; align-items: center; margin: 8px 0; }
+.lp-form label { font-weight: 600; }
+.lp-form input[type=text] { font: inherit; padding: 4px 8px; border: 1px solid #6b7280; border-radius: 4px;
+  min-width: 14em; }
+fieldset { border: 1px solid #c9ced6; border-radius: 4px; margin: 8px 0; padding: 6px 10px; }
+legend { font-weight: 600; padding: 0 4px; }
+fieldset label { display: block; padding: 2px 0; cursor: pointer; }
+button { font: inherit; padding: 4px 12px; border: 1px solid #3b5bdb; border-radius: 4px;
+  background: #fff; color: #1e3a8a; cursor: pointer; }
+button.lp-primary { background: #1e3a8a; border-color: #1e3a8a; color: #fff; }
+button:disabled { cursor: default; opacity: .75; }
+button:focus-visible, input:focus-visible, .lp-bit:focus-visible {
+  outline: 3px solid #f59f00; outline-offset: 2px; }
+.lp-actions { display: flex; flex-wrap: wrap; gap: 8px; margin: 6px 0; }
+.lp-feedback { margin: 6px 0; min-height: 1.2em; }
+.lp-feedback[data-tone=correct] { color: #1b5e20; font-weight: 600; }
+.lp-feedback[data-tone=incorrect] { color: #8a1c1c; font-weight: 600; }
+.lp-hint, .lp-solution { border-top: 1px dashed #c9ced6; margin-top: 6px; padding-top: 4px; }
+.lp-label { font-weight: 700; color: #3d4451; }
+.lp-lock-note { color: #3d4451; font-style: italic; margin: 8px 0; padding: 8px 12px;
+  border: 1px dashed #9c36b5; border-radius: 6px; background: #fbf7fd; }
+.lp-bits { display: flex; flex-wrap: wrap; gap: 3px; margin: 8px 0; }
+.lp-bit { width: 2.2em; height: 2.4em; font: 700 18px monospace; color: #111; background: #fff;
+  border: 2px solid var(--lp-field); border-bottom-width: 5px; border-radius: 4px; padding: 0; }
+.lp-bit[aria-pressed=true] { background: var(--lp-field-tint); }
+.lp-gap { width: 8px; }
+.lp-current { font-family: monospace; margin: 4px 0; }
+`
+
+function el(tag, attrs = {}, children = []) {
+  const node = document.createElement(tag)
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === null || v === undefined || v === false) continue
+    if (k === "text") node.textContent = v
+    else node.setAttribute(k, v === true ? "" : String(v))
+  }
+  for (const child of children) if (child) node.append(child)
+  return node
+}
+
+function idOf(key, suffix) {
+  return "lp-" + key.replace(/[^A-Za-z0-9-]/g, "-") + "-" + suffix
+}
+
+// What a learner did in a component (typed text, tries, hints shown, the last verdict) is kept
+// here, keyed by the component's key, so that a re-render (Bokeh rebuilds a layout's children
+// when its layout changes) shows the same state; on a fresh page it starts from the progress store.
+const STATE = new Map()
+
+function stateOf(key, init) {
+  if (!STATE.has(key)) STATE.set(key, init())
+  return STATE.get(key)
+}
+
+function answerControl(spec, key, legendText, st) {
+  // a text box with its label, or a radio group with its legend, whose value lives in st.response
+  const answer = spec.answer
+  if (answer.kind === "choice") {
+    const name = idOf(key, "choice")
+    const radios = answer.choices.map((c, i) => el("input", {type: "radio", name, value: c, id: `${name}-${i}`,
+                                                              checked: st.response === c}))
+    for (const r of radios) r.addEventListener("change", () => { if (r.checked) st.response = r.value })
+    const node = el("fieldset", {}, [el("legend", {text: legendText}),
+      ...radios.map((r, i) => el("label", {for: r.id}, [r, " " + answer.choices[i]]))])
+    return {node, disable: () => { for (const r of radios) r.disabled = true }}
+  }
+  const input = el("input", {type: "text", id: idOf(key, "input"), autocomplete: "off", spellcheck: "false",
+                             "aria-describedby": idOf(key, "how")})
+  input.value = st.response
+  input.addEventListener("input", () => { st.response = input.value })
+  const node = el("span", {class: "lp-field"}, [
+    el("label", {for: input.id, text: legendText}), " ", input,
+    el("span", {id: idOf(key, "how"), class: "lp-how", text: " " + spec.how})])
+  return {node, disable: () => { input.disabled = true }}
+}
+
+function showVerdict(root, status, st) {
+  if (st.result) root.setAttribute("data-result", st.result)
+  else root.removeAttribute("data-result")
+  if (st.tone) status.setAttribute("data-tone", st.tone)
+  else status.removeAttribute("data-tone")
+  status.textContent = st.message
+}
+
+function renderExercise(model, spec) {
+  const key = spec.key
+  const st = stateOf(key, () => {
+    const saved = readProgress()[key]
+    const start = {response: "", tries: 0, hints: 0, solution: false, result: null, tone: null, message: ""}
+    if (saved === "correct") Object.assign(start, {result: "correct", tone: "correct",
+                                                   message: `Solved earlier in this browser: ${spec.answer_text}.`})
+    if (saved === "incorrect") Object.assign(start, {result: "incorrect", tone: "incorrect",
+                                                     message: "Your last answer here was wrong; try again."})
+    return start
+  })
+  const root = el("section", {class: "lp-box lp-exercise", "data-exercise": key, "aria-label": `Exercise ${spec.id}`})
+  const control = answerControl(spec, key, "Your answer", st)
+  const check = el("button", {type: "submit", class: "lp-primary", text: "Check"})
+  const form = el("form", {class: "lp-form"}, [control.node, check])
+  const status = el("div", {class: "lp-feedback", role: "status", "aria-live": "polite"})
+  const hints = (model.get_child("hints") || []).map((h, i) =>
+    el("div", {class: "lp-hint", id: idOf(key, `hint-${i}`)}, [el("span", {class: "lp-label", text: `Hint ${i + 1}`}), h]))
+  const solution = el("div", {class: "lp-solution", id: idOf(key, "solution")},
+                      [el("span", {class: "lp-label", text: "Worked solution"}), model.get_child("solution")])
+  const hintButton = el("button", {type: "button", "aria-controls": hints.map((h) => h.id).join(" ")})
+  const solutionButton = el("button", {type: "button", "aria-controls": solution.id})
+  const show = () => {
+    hints.forEach((h, i) => { h.hidden = i >= st.hints })
+    hintButton.textContent = st.hints < hints.length ? `Show hint ${st.hints + 1} of ${hints.length}` : "All hints shown"
+    hintButton.disabled = st.hints >= hints.length
+    solution.hidden = !st.solution
+    solutionButton.setAttribute("aria-expanded", String(st.solution))
+    solutionButton.textContent = st.solution ? "Hide the worked solution" : "Show the worked solution"
+    showVerdict(root, status, st)
+  }
+  hintButton.addEventListener("click", () => { st.hints = Math.min(st.hints + 1, hints.length); show() })
+  solutionButton.addEventListener("click", () => { st.solution = !st.solution; show() })
+  form.addEventListener("submit", (event) => {
+    event.preventDefault()
+    const out = feedback(spec, st.response, st.tries)
+    if (out.result === "unreadable") {
+      Object.assign(st, {tone: null, message: out.message})
+    } else {
+      if (out.result === "incorrect") st.tries += 1
+      Object.assign(st, {result: out.result, tone: out.result, message: out.message})
+      writeProgress(key, out.result)
+    }
+    show()
+  })
+  show()
+  root.append(el("p", {class: "lp-kicker", text: "Exercise"}), model.get_child("prompt"), form, status,
+              el("div", {class: "lp-actions"}, [hintButton, solutionButton]), ...hints, solution)
+  return root
+}
+
+function renderPrediction(model, spec) {
+  const key = spec.key
+  const st = stateOf(key, () => {
+    const start = {response: "", result: null, tone: null, message: ""}
+    if (readProgress()[key] !== undefined) Object.assign(start, {result: "answered",
+      message: `Answered earlier in this browser. The model gives ${spec.answer_text}.`})
+    return start
+  })
+  const root = el("section", {class: "lp-box lp-prediction", "data-prediction": key, "aria-label": `Prediction ${spec.id}`})
+  const control = answerControl(spec, key, "Your prediction", st)
+  const lock = el("button", {type: "submit", class: "lp-primary", text: "Lock in my prediction"})
+  const form = el("form", {class: "lp-form"}, [control.node, lock])
+  const status = el("div", {class: "lp-feedback", role: "status", "aria-live": "polite"})
+  const show = () => {
+    if (st.result === "answered") {
+      control.disable()
+      lock.disabled = true
+    }
+    showVerdict(root, status, st)
+  }
+  form.addEventListener("submit", (event) => {
+    event.preventDefault()
+    if (st.result === "answered") return
+    if (parseResponse(spec.answer, st.response) === null) {
+      st.message = spec.unreadable
+    } else {
+      const right = checkResponse(spec.answer, st.response)
+      Object.assign(st, {result: "answered", message: `You predicted “${strip(st.response)}”. The model gives ` +
+        `${spec.answer_text}${right ? ", as you predicted." : ", not what you predicted."} ${spec.after}`})
+      writeProgress(key, "answered")
+    }
+    show()
+  })
+  show()
+  root.append(el("p", {class: "lp-kicker", text: "Predict first"}), model.get_child("question"), form, status)
+  return root
+}
+
+// A lock sits first in a region (a Panel Column: this marker, then what it locks). Until the
+// prediction spec.lock is answered, the region's other children are invisible (their Bokeh models'
+// `visible`, so plots and tables lay out properly once shown) and the marker shows a note; the
+// region's element carries data-locked-by, data-state ("locked" | "open") and, for an
+// explanation, data-explains.
+function renderLock(model, spec, view) {
+  const root = el("div", {class: "lp-lock", "data-lock": spec.lock})
+  const note = spec.note ? el("p", {class: "lp-lock-note", text: spec.note}) : null
+  const label = spec.label ? el("p", {class: "lp-kicker", text: spec.label}) : null
+  const update = (progress) => {
+    const open = progress[spec.lock] !== undefined
+    const region = view.parent
+    if (region && region.el) {
+      region.el.setAttribute("data-locked-by", spec.lock)
+      if (spec.explains) region.el.setAttribute("data-explains", spec.lock)
+      region.el.setAttribute("data-state", open ? "open" : "locked")
+      for (const child of region.child_views || []) {
+        if (child !== view && child.model.visible !== open) child.model.visible = open
+      }
+    }
+    root.setAttribute("data-state", open ? "open" : "locked")
+    if (note) note.hidden = open
+    if (label) label.hidden = !open
+  }
+  root.append(...[note, label].filter(Boolean))
+  update(readProgress())
+  onProgress(model, update)
+  return root
+}
+
+function renderChallenge(model, spec) {
+  const verdicts = spec.verdicts
+  const st = stateOf(spec.key, () => ({code: 0, result: null, tone: null, message: ""}))
+  const root = el("section", {class: "lp-box lp-challenge", "data-challenge": spec.key, "aria-label": "Bin challenge"})
+  const nbits = spec.fields.length
+  const buttons = spec.fields.map((field, i) => {
+    const weight = nbits - 1 - i
+    const b = el("button", {type: "button", class: "lp-bit", "aria-label": `bit ${weight} (${field})`,
+                            style: `--lp-field: ${spec.colors[field]}; --lp-field-tint: ${spec.tints[field]}`})
+    b.addEventListener("click", () => {
+      st.code ^= 1 << weight
+      Object.assign(st, {result: null, tone: null, message: ""})
+      show()
+    })
+    return b
+  })
+  const bitRow = el("div", {class: "lp-bits", role: "group",
+                            "aria-label": `The ${nbits} bits of the code, most significant first`})
+  buttons.forEach((b, i) => {
+    if (i > 0 && spec.fields[i] !== spec.fields[i - 1]) bitRow.append(el("span", {class: "lp-gap", "aria-hidden": "true"}))
+    bitRow.append(b)
+  })
+  const current = el("p", {class: "lp-current", "aria-live": "polite"})
+  const check = el("button", {type: "button", class: "lp-primary", text: "Check this code"})
+  const status = el("div", {class: "lp-feedback", role: "status", "aria-live": "polite"})
+  const show = () => {
+    const row = verdicts[st.code]
+    buttons.forEach((b, i) => {
+      const on = ((st.code >> (nbits - 1 - i)) & 1) === 1
+      b.textContent = on ? "1" : "0"
+      b.setAttribute("aria-pressed", String(on))
+    })
+    current.textContent = `code ${row.hex} (${row.grouped}) = ${row.shown}`
+    root.setAttribute("data-code", row.hex)
+    showVerdict(root, status, st)
+  }
+  check.addEventListener("click", () => {
+    const row = verdicts[st.code]
+    const result = row.verdict === "correct" ? "correct" : "incorrect"
+    Object.assign(st, {result, tone: result, message: row.text})
+    show()
+    model.checked_code = st.code  // served: the Python side hears the check too
+  })
+  show()
+  root.append(el("p", {class: "lp-kicker", text: "Challenge"}), el("p", {class: "lp-task", text: spec.task}),
+              bitRow, current, el("div", {class: "lp-actions"}, [check]), status)
+  return root
+}
+
+const VIEWS = {exercise: renderExercise, prediction: renderPrediction, lock: renderLock, challenge: renderChallenge}
+
+export function render({model, view}) {
+  const wrapper = el("div", {class: "lp-component"})
+  const build = () => {
+    const spec = JSON.parse(model.spec)
+    const make = VIEWS[spec.role]
+    wrapper.replaceChildren(el("style", {text: CSS}),
+      make === undefined ? el("p", {text: `unknown lesson component ${spec.role}`}) : make(model, spec, view))
+  }
+  build()
+  model.on("spec", build)  // served: a new challenge (or block) replaces the view
+  return wrapper
+}
+
+// for tests and for the site's navigation: the same functions, reachable from the page
+if (typeof window !== "undefined") {
+  window.lowprecLesson = {checkResponse, parseResponse, feedback, readProgress, writeProgress, PROGRESS_KEY}
+}
