@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from lowprec.app import layout, pages
+from lowprec.app.exercises import LockRegion
 
 #: per widget class: the control kept live offline (BinExplorer has its own offline engine)
 EXPORT_CONTROLS: dict[str, str] = {
@@ -383,6 +384,23 @@ def _state_key(value: Any) -> str:
 # ------------------------------------------------------------------------------------------------
 
 
+def _shows(obj: Any, widget: Any) -> bool:
+    """`obj` is `widget` or a view of it (the start page's compact explorer)."""
+    return obj is widget or getattr(obj, "_lowprec_widget", None) is widget
+
+
+def _insert_before(objects: list[Any], widget: Any, note: Any) -> list[Any]:
+    """`objects` with `note` placed just above `widget`'s view; a widget hidden in an
+    `exercises.LockRegion` gets the note inside the region's content (shown with it)."""
+    for k, obj in enumerate(objects):
+        if _shows(obj, widget):
+            return objects[:k] + [note] + objects[k:]
+        if isinstance(obj, LockRegion) and any(_shows(o, widget) for o in obj.content.objects):
+            obj.content.objects = _insert_before(list(obj.content.objects), widget, note)
+            return objects
+    return objects
+
+
 def _build_document(route: str, bins: Any) -> tuple[Any, dict[str, Any], str, dict[str, list[Any]], Any]:
     """(document, template variables, title, live values, offline config) of one exported page."""
     import panel as pn
@@ -398,7 +416,6 @@ def _build_document(route: str, bins: Any) -> tuple[Any, dict[str, Any], str, di
     for item in page.placed:
         if item.widget is None:
             continue
-        i = next((k for k, obj in enumerate(objects) if obj is item.widget), None)
         if item.name == "BinExplorer":
             note = _bin_note()
         elif id(item.widget) in planned:
@@ -406,12 +423,7 @@ def _build_document(route: str, bins: Any) -> tuple[Any, dict[str, Any], str, di
             note = p.note = _note(p.pname, p.values, len(p.values))
         else:
             note = _fixed_note()
-        if i is not None:
-            objects.insert(i, note)
-        else:  # a widget shown through another view (the start page's compact explorer)
-            k = next((k for k, obj in enumerate(objects) if getattr(obj, "_lowprec_widget", None) is item.widget), None)
-            if k is not None:
-                objects.insert(k, note)
+        objects = _insert_before(objects, item.widget, note)
     page.objects = objects
     root, variables = page.render()
     live: set[int] = set()

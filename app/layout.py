@@ -9,15 +9,15 @@ crawlable, keyboard-operable and styled by one stylesheet (`static/lowprec.css`)
   travel in `data-exercises` / `data-predictions`), the widget list and the glossary; at phone
   width it folds into a "Course map" disclosure above the page;
 - on lesson pages a breadcrumb, the lesson's goal, and previous/next links in course order;
-- the page's Panel root, whose Markdown prose is held to a reading width (`PROSE_MAX`) while
-  widgets may use the whole column.
+- the page's Panel root, whose Markdown prose (predictions, exercises and explanations included)
+  is held to a reading width (`PROSE_MAX`) while widgets may use the whole column.
 
 Links are relative, so the same pages work served (`/lesson/<slug>`) and exported
-(`lesson/<slug>.html`): `href(route, depth, suffix)`. Static files (`app/static/`, every `.css` and
-`.js` there is linked from every page) are served at `/_static/lowprec/` and copied to
-`_static/lowprec/` by the export. `frame(...)` returns the layout and the template variables;
-`template()` is the Jinja template both `pn.serve` (through the session document) and
-`panel.io.save` render.
+(`lesson/<slug>.html`): `href(route, depth, suffix)`. Static files (`PAGE_FILES` in `app/static/`,
+linked from every page; the ES module of the lesson components there travels inside their models)
+are served at `/_static/lowprec/` and copied to `_static/lowprec/` by the export. `frame(...)`
+returns the layout and the template variables; `template()` is the Jinja template both `pn.serve`
+(through the session document) and `panel.io.save` render.
 """
 
 from __future__ import annotations
@@ -33,13 +33,16 @@ import panel as pn
 import param
 from panel.theme.native import Native, NativeDefaultTheme
 
+from lowprec.app.exercises import LessonComponent, LockRegion
 from lowprec.app.theme import CSS_VARIABLES, theme_table
 
 __all__ = ["NavLesson", "PROSE_MAX", "STATIC_DIR", "STATIC_ROUTE", "Chrome", "frame", "href",
            "static_files", "template"]
 
-#: app/static/: the site's CSS and JS (every .css/.js file there is linked from every page)
+#: app/static/: the site's CSS and JS, and the ES modules of the lesson components
 STATIC_DIR = Path(__file__).resolve().parent / "static"
+#: the files under STATIC_DIR that every page links, CSS first
+PAGE_FILES = ("lowprec.css", "lowprec.js")
 #: where the static files live in a site (URL path when served, folder when exported)
 STATIC_ROUTE = "_static/lowprec"
 PROSE_MAX = "44rem"  # reading width of Markdown prose: about 75 characters a line
@@ -72,9 +75,8 @@ def href(route: str, depth: int, suffix: str = "") -> str:
 
 
 def static_files() -> list[str]:
-    """The site's static files (names under STATIC_DIR), CSS first, then JS, each sorted."""
-    names = sorted(p.name for p in STATIC_DIR.iterdir() if p.is_file() and p.suffix in (".css", ".js"))
-    return [n for n in names if n.endswith(".css")] + [n for n in names if n.endswith(".js")]
+    """The static files every page links (names under STATIC_DIR), CSS first."""
+    return list(PAGE_FILES)
 
 
 @dataclass(frozen=True)
@@ -320,15 +322,22 @@ COLUMN_CSS = """
 
 def frame(objects: list[Any], chrome: Chrome) -> tuple[pn.Column, dict[str, Any]]:
     """The page's Panel root (its objects styled for the site) and the template variables. A
-    widget (a `pn.viewable.Viewer`) is placed as its view, which remembers the widget in
-    `_lowprec_widget` (the export finds a widget's controls through it)."""
-    views = []
-    for obj in objects:
+    widget (a `pn.viewable.Viewer`, also inside an `exercises.LockRegion`) is placed as its view,
+    which remembers the widget in `_lowprec_widget` (the export finds a widget's controls through it)."""
+    def placed(obj: Any) -> Any:
         if isinstance(obj, pn.viewable.Viewer):
             view: Any = pn.panel(obj)
             view._lowprec_widget = obj
-            obj = view
-        views.append(obj)
+            return view
+        return obj
+
+    views = []
+    for obj in objects:
+        if isinstance(obj, LockRegion):  # a widget or an explanation hidden until a prediction is answered
+            obj.content.objects = [placed(o) for o in obj.content.objects]
+        if isinstance(obj, LessonComponent) or (isinstance(obj, LockRegion) and isinstance(obj.view, pn.pane.Markdown)):
+            obj.css_classes = list(obj.css_classes) + ["lp-prose"]  # questions and explanations are prose
+        views.append(placed(obj))
     root = pn.Column(*views, sizing_mode="stretch_width", stylesheets=[ROOT_CSS],
                      css_classes=["lp-page"], design=LowprecDesign, margin=0)
     finish(root)

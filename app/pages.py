@@ -67,6 +67,10 @@ class PlacedWidget:
     name: str
     widget: Any  # the Viewer, or None when it could not be built
     prefix: str
+    #: where refused URL values are reported: None for the widget's own alert; a pane outside the
+    #: `exercises.LockRegion` for a widget hidden until a prediction is answered (a bad link must
+    #: say so at once)
+    url_alert: Any = None
 
 
 @dataclass
@@ -128,7 +132,7 @@ def url_parameters(widget: param.Parameterized, prefix: str = "") -> dict[str, s
 def sync_url(placed: list[PlacedWidget], location: Any = None) -> bool:
     """Sync each placed widget's parameters with the URL query (served sessions only; pass a
     `panel.io.location.Location` to sync with another one). Query values a widget refuses show
-    as an "Invalid URL parameters" alert in that widget."""
+    as an "Invalid URL parameters" alert in that widget (or in its `url_alert`)."""
     location = location if location is not None else pn.state.location
     if location is None:
         return False
@@ -137,7 +141,8 @@ def sync_url(placed: list[PlacedWidget], location: Any = None) -> bool:
             continue
         widget = item.widget
 
-        def on_error(values: dict[str, Any], widget: Any = widget, prefix: str = item.prefix) -> None:
+        def on_error(values: dict[str, Any], widget: Any = widget, prefix: str = item.prefix,
+                     item_alert: Any = item.url_alert) -> None:
             # Panel reads query values as JSON first, so a text parameter can arrive as a number
             # (value=3.3 → 3.3, and -0 → 0, losing the sign): retry text parameters with the raw
             # query text, one parameter at a time, and report only what is still refused.
@@ -151,7 +156,7 @@ def sync_url(placed: list[PlacedWidget], location: Any = None) -> bool:
                     widget.param.update(**{name: value})
                 except (ValueError, TypeError):
                     refused[name] = value
-            alert = getattr(widget, "_alert", None)
+            alert = item_alert if item_alert is not None else getattr(widget, "_alert", None)
             if refused and alert is not None:
                 text = ", ".join(f"{prefix}{k}={v!r}" for k, v in refused.items())
                 alert.object = f"Invalid URL parameters: {text}"
@@ -169,7 +174,8 @@ def lesson_body(lesson: Lesson) -> tuple[list[pn.viewable.Viewable], list[Placed
     work the same on exported pages). The first widget after a prediction is placed in an
     `exercises.LockRegion` (`data-locked-by="<slug>/<id>"`) that keeps it hidden until the
     prediction is answered; the widget itself is built here either way, and its `PlacedWidget`
-    is the widget, not the region (so URL sync reaches it)."""
+    is the widget, not the region (so URL sync reaches it), with a hidden alert just above the
+    region for refused URL values (visible while the widget is still locked)."""
     from lowprec.app import exercises  # imported here: this function is the lesson-blocks face
     from lowprec.app.lessons import PredictionBlock
 
@@ -189,8 +195,13 @@ def lesson_body(lesson: Lesson) -> tuple[list[pn.viewable.Viewable], list[Placed
             k = counts[block.name]
             prefix = f"{block.name}{'' if k == 1 else k}."
             widget, view = build_widget(block.name, dict(block.params))
-            placed.append(PlacedWidget(block.name, widget, prefix))
-            objects.append(exercises.locked(view, lock) if lock is not None else view)
+            if lock is None:
+                placed.append(PlacedWidget(block.name, widget, prefix))
+                objects.append(view)
+            else:
+                url_alert = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
+                placed.append(PlacedWidget(block.name, widget, prefix, url_alert))
+                objects += [url_alert, exercises.locked(view, lock)]
             lock = None
         else:
             if isinstance(block, PredictionBlock):

@@ -1,7 +1,9 @@
 """`lowprec export`: a site of pages that open from file:// with every network request blocked.
 
-File checks (no browser): the whole site within its size limits (≤ 30 MB, no page over 3 MB),
-assets written once and referenced relatively, no CDN link left; safe writing (a non-empty target
+The default run exports a few representative pages (`FAST_ROUTES`); the `slow` tests export the
+whole site and walk every page. File checks (no browser): the whole site within its size limits
+(≤ 30 MB, no page over 3 MB; `slow`), each representative page under 3 MB, assets written once and
+referenced relatively, no CDN link left; safe writing (a non-empty target
 is refused without --force, nothing is written through a symbolic link or outside the target, a
 file target or an unwritable path is a one-line error, `export --list` needs no folder).
 
@@ -51,17 +53,34 @@ def _lessons() -> list[str]:
 LESSONS = _lessons()
 
 
-@pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The whole site, exported once for this module (about two minutes; LOWPREC_TEST_SITE=DIR reuses
-    a site exported before, when working on the browser tests)."""
+#: what the default run exports and opens (under a minute): the start page (compact explorer), the
+#: glossary, the bin explorer, a simulation widget with compact states, and a lesson whose widget is
+#: locked behind a prediction; the whole site is exported and walked by the `slow` tests
+FAST_ROUTES = ["", "glossary", "widget/BinExplorer", "widget/DelayedSpike", "lesson/when-the-scale-is-measured"]
+
+
+def _export_for_tests(tmp_path_factory: pytest.TempPathFactory, routes: list[str]) -> Path:
+    """`routes` exported once (LOWPREC_TEST_SITE=DIR reuses a site exported before that holds
+    them, when working on the browser tests)."""
     reuse = os.environ.get("LOWPREC_TEST_SITE")
-    if reuse and (Path(reuse) / "index.html").is_file():
+    if reuse and all((Path(reuse) / page_file(r)).is_file() for r in routes):
         return Path(reuse)
     out = tmp_path_factory.mktemp("site") / "site"
-    pages = export(out)
-    assert [p.route for p in pages] == ROUTES
+    pages = export(out, routes)
+    assert [p.route for p in pages] == routes
     return out
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The representative pages (FAST_ROUTES), exported once for this module."""
+    return _export_for_tests(tmp_path_factory, FAST_ROUTES)
+
+
+@pytest.fixture(scope="module")
+def whole_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every page, exported once for this module (a few minutes)."""
+    return _export_for_tests(tmp_path_factory, ROUTES)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -69,12 +88,20 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 # ------------------------------------------------------------------------------------------------
 
 
-def test_site_size_limits(site: Path) -> None:
-    total, largest, name = site_size(site)
+def test_page_size_limit(site: Path) -> None:
+    """The representative pages, the lesson with a locked widget included, stay under the page limit."""
+    for route in FAST_ROUTES:
+        size = (site / page_file(route)).stat().st_size
+        assert 0 < size <= PAGE_LIMIT, f"{route}: {size / 1e6:.2f} MB > {PAGE_LIMIT / 1e6:.0f} MB"
+
+
+@pytest.mark.slow
+def test_site_size_limits(whole_site: Path) -> None:
+    total, largest, name = site_size(whole_site)
     assert total <= SITE_LIMIT, f"site {total / 1e6:.1f} MB > {SITE_LIMIT / 1e6:.0f} MB"
     assert largest <= PAGE_LIMIT, f"{name}: {largest / 1e6:.2f} MB > {PAGE_LIMIT / 1e6:.0f} MB"
     for route in ROUTES:
-        assert (site / page_file(route)).is_file(), route
+        assert (whole_site / page_file(route)).is_file(), route
 
 
 def test_assets_once_and_relative(site: Path) -> None:
@@ -82,7 +109,7 @@ def test_assets_once_and_relative(site: Path) -> None:
     page inlines Bokeh or points at a CDN."""
     bokeh = list((site / "_static" / "bokeh").glob("bokeh-*.min.js"))
     assert bokeh, "Bokeh's JS is not in _static/bokeh"
-    for route in ROUTES:
+    for route in FAST_ROUTES:
         path = site / page_file(route)
         html = path.read_text(encoding="utf-8")
         assert "cdn.holoviz.org" not in html and "cdn.bokeh.org" not in html, route
@@ -238,9 +265,7 @@ def wait_until(condition: Any, timeout: float = 20.0) -> Any:
         time.sleep(0.1)
 
 
-@pytest.mark.ui
-@pytest.mark.parametrize("route", ROUTES, ids=lambda r: r or "index")
-def test_exported_page(site: Path, browser: Any, route: str) -> None:
+def _check_exported_page(site: Path, browser: Any, route: str) -> None:
     w = Offline(browser)
     w.open(site / page_file(route))
     index = LESSONS.index(route) if route in LESSONS else None
@@ -249,6 +274,19 @@ def test_exported_page(site: Path, browser: Any, route: str) -> None:
     assert problems == [], problems
     w.check_clean()
     w.page.close()
+
+
+@pytest.mark.ui
+@pytest.mark.parametrize("route", FAST_ROUTES, ids=lambda r: r or "index")
+def test_exported_page(site: Path, browser: Any, route: str) -> None:
+    _check_exported_page(site, browser, route)
+
+
+@pytest.mark.ui
+@pytest.mark.slow
+@pytest.mark.parametrize("route", ROUTES, ids=lambda r: r or "index")
+def test_every_exported_page(whole_site: Path, browser: Any, route: str) -> None:
+    _check_exported_page(whole_site, browser, route)
 
 
 TYPED = ["3.3", "-3.3", "0", "-0", "448", "465", "-465", "1e-3", "2.6", "5.1", "0.1", "1e30", "-1e-30",
@@ -375,12 +413,14 @@ def _python_columns(text: str, fmt: str, conv: str, compare: str, scale: float) 
 
 
 @pytest.mark.ui
-@pytest.mark.parametrize("route, compare, scale", [("widget/BinExplorer", "E5M2", 1.0),
-                                                   ("lesson/moving-the-grid", "E5M2", 0.0078125)])
-def test_exported_bin_explorer_columns_equal_the_served_ones(site: Path, browser: Any, route: str,
-                                                             compare: str, scale: float) -> None:
+@pytest.mark.parametrize("route, compare, scale", [
+    ("widget/BinExplorer", "E5M2", 1.0),
+    pytest.param("lesson/moving-the-grid", "E5M2", 0.0078125, marks=pytest.mark.slow)])
+def test_exported_bin_explorer_columns_equal_the_served_ones(request: pytest.FixtureRequest, browser: Any,
+                                                             route: str, compare: str, scale: float) -> None:
     """The columns the page draws are those `bins_sources` computes in a served session (texts
     included: Python's %g, repr and power-of-two texts, written exactly in the browser)."""
+    site = request.getfixturevalue("site" if route in FAST_ROUTES else "whole_site")
     w = Offline(browser)
     w.open(site / page_file(route))
     e = Explorer(w)

@@ -22,7 +22,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from tests.browser import CHROMIUM, CHROMIUM_ARGS, WatchedPage, check_site_page
+from tests.browser import CHROMIUM, CHROMIUM_ARGS, WatchedPage, answer_every_prediction, check_site_page
 
 pytestmark = [pytest.mark.ui, pytest.mark.xdist_group("served-site")]
 
@@ -208,19 +208,25 @@ def test_url_reproduces_a_view(server: str, browser: Any) -> None:
 
 
 def test_lesson_widget_works_and_refuses_a_bad_url_value(server: str, browser: Any) -> None:
-    """A simulation widget inside a lesson page: an out-of-range URL value shows a message next to
-    the controls, the session keeps working, a control change replots as the simulation says
-    (most_recent forgets the spike one step later than max with history 16 would), and the URL
-    follows with the widget-name prefix."""
+    """A simulation widget inside a lesson page, locked behind a prediction: an out-of-range URL
+    value shows a message at once, above the still-locked widget; once the prediction is answered
+    the session keeps working, a control change replots as the simulation says (most_recent
+    forgets the spike one step later than max with history 16 would), and the URL follows with the
+    widget-name prefix."""
     from lowprec.app.widgets import DelayedSpike
 
     expected = DelayedSpike(algo="most_recent").source_data["steps"]["delayed_amax_used"]
     w = Watched(browser, server)
     w.open(f"{server}/lesson/when-the-scale-is-measured?DelayedSpike.spike=1e9")
-    w.page.get_by_text("Invalid URL parameters").first.wait_for(timeout=20000)
+    message = w.page.get_by_text("Invalid URL parameters: DelayedSpike.spike=")
+    wait_until(lambda: message.is_visible())
+    algo = w.page.get_by_role("combobox").filter(has=w.page.get_by_role("option", name="most_recent"))
+    assert algo.count() == 1 and not algo.is_visible()  # the widget is still locked
     before = w.source_data("delayed_amax_used")
     assert before and before != expected
-    w.page.get_by_role("combobox").nth(1).select_option("most_recent")
+    answer_every_prediction(w.page)
+    algo.wait_for(state="visible")
+    algo.select_option("most_recent")
     wait_until(lambda: w.source_data("delayed_amax_used") == expected)
     wait_until(lambda: "DelayedSpike.algo=most_recent" in w.url())
     w.check_clean()
