@@ -1,12 +1,13 @@
 """Screenshots of every page of the site at desktop and phone width, for a reviewer to look at.
 
 `python -m lowprec.app.screenshots OUT [--site DIR | --url URL] [--widths 1400 390] [--theme light|dark]
-[--pages ROUTE ...]` starts `lowprec serve` on a free port (or opens an exported site from disk
+[--pages ROUTE ...] [--locked]` starts `lowprec serve` on a free port (or opens an exported site from disk
 with `--site`, or uses a running server with `--url`), opens each page in Debian's headless Chromium
 through Playwright (the test extra), waits until Bokeh has rendered, and writes
 `OUT/<route>@<width>[-dark].png` (full page) plus `OUT/index.txt`: per shot the seconds to page
-ready, whether the page scrolls sideways, and any console or page error. `./dev screenshots OUT`
-runs it. Nothing leaves the machine: requests to other hosts are aborted and listed.
+ready, whether the page scrolls sideways, and any console or page error. Every prediction of the
+course is marked answered in the page's progress store first, so the widgets locked behind them show
+(`--locked`: as a new learner sees the pages). `./dev screenshots OUT` runs it. Nothing leaves the machine: requests to other hosts are aborted and listed.
 """
 
 from __future__ import annotations
@@ -67,9 +68,24 @@ def shot_name(route: str, width: int, theme: str) -> str:
     return f"{name}@{width}{'-dark' if theme == 'dark' else ''}.png"
 
 
+def answered_script() -> str:
+    """A page init script that marks every prediction of the course answered in the progress store
+    (localStorage "lowprec-progress"), as a learner who has answered them would have it."""
+    import json
+
+    from lowprec.app.exercises import block_key
+    from lowprec.app.lessons import load_lessons
+
+    marks = {block_key(x.slug, pid): "answered" for x in load_lessons() for pid in x.predictions}
+    return (f"try {{ const d = JSON.parse(localStorage.getItem('lowprec-progress') || '{{}}') || {{}}; "
+            f"Object.assign(d, {json.dumps(marks)}); localStorage.setItem('lowprec-progress', JSON.stringify(d)); "
+            f"}} catch (e) {{}}")
+
+
 def take(pages: list[str], out: Path, widths: list[int], theme: str, base: str = "",
-         site: Path | None = None, settle_ms: int = 1500) -> list[dict[str, Any]]:
-    """Screenshot every route at every width; returns one record per shot."""
+         site: Path | None = None, settle_ms: int = 1500, locked: bool = False) -> list[dict[str, Any]]:
+    """Screenshot every route at every width (predictions answered unless `locked`); returns one
+    record per shot."""
     import playwright.sync_api as api
 
     out.mkdir(parents=True, exist_ok=True)
@@ -81,6 +97,8 @@ def take(pages: list[str], out: Path, widths: list[int], theme: str, base: str =
             for width in widths:
                 context = browser.new_context(viewport={"width": width, "height": 900},
                                               color_scheme="dark" if theme == "dark" else "light")
+                if not locked:
+                    context.add_init_script(answered_script())
                 for route in pages:
                     page = context.new_page()
                     errors: list[str] = []
@@ -95,6 +113,7 @@ def take(pages: list[str], out: Path, widths: list[int], theme: str, base: str =
                             r.abort()
 
                     page.route("**/*", route_check)
+
                     def on_console(m: Any, e: list[str] = errors) -> None:
                         if m.type == "error":
                             e.append(m.text)
@@ -111,7 +130,7 @@ def take(pages: list[str], out: Path, widths: list[int], theme: str, base: str =
                     page.wait_for_timeout(settle_ms)
                     sideways = page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth")
                     path = out / shot_name(route, width, theme)
-                    page.screenshot(path=str(path), full_page=True)
+                    page.screenshot(path=str(path), full_page=True, timeout=180_000)
                     records.append({"route": route or "index", "width": width, "ready_s": round(ready, 2),
                                     "sideways_px": int(sideways), "errors": errors, "outside": outside,
                                     "file": path.name})
@@ -137,6 +156,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--widths", type=int, nargs="+", default=[1400, 390], help="viewport widths")
     parser.add_argument("--theme", choices=("light", "dark"), default="light")
     parser.add_argument("--pages", nargs="+", metavar="ROUTE", help="routes (default: every page)")
+    parser.add_argument("--locked", action="store_true",
+                        help="leave predictions unanswered (widgets behind them stay locked)")
     args = parser.parse_args(argv)
     if not os.path.exists(CHROMIUM):
         parser.exit(2, f"{CHROMIUM} is not installed (apt-get install chromium)\n")
@@ -151,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
             proc = start_server(port)
             base = f"http://127.0.0.1:{port}"
         take(routes, Path(args.out), args.widths, args.theme, base=base,
-             site=Path(args.site) if args.site else None)
+             site=Path(args.site) if args.site else None, locked=args.locked)
     finally:
         if proc is not None:
             proc.terminate()
