@@ -45,7 +45,7 @@ STATIC_DIR = Path(__file__).resolve().parent / "static"
 PAGE_FILES = ("lowprec.css", "lowprec.js")
 #: where the static files live in a site (URL path when served, folder when exported)
 STATIC_ROUTE = "_static/lowprec"
-PROSE_MAX = "44rem"  # reading width of Markdown prose: about 75 characters a line
+PROSE_MAX = "42rem"  # reading width of Markdown prose (16 px type): about 75-80 characters a line
 PAGE_MAX = "1180px"  # the main column at most (widgets may use all of it)
 PROGRESS_KEY = "lowprec-progress"
 
@@ -285,7 +285,7 @@ ROOT_CSS = f"""
 
 #: stylesheet of every Markdown pane: theme colours, readable type, visible focus
 MARKDOWN_CSS = """
-:host { color: var(--lp-text); }
+:host { color: var(--lp-text); font-size: 1rem; }
 a { color: var(--lp-link); }
 a:focus-visible { outline: 2px solid var(--lp-focus); outline-offset: 2px; border-radius: 2px; }
 code { background: var(--lp-code-bg); color: var(--lp-text); padding: 0 3px; border-radius: 3px; }
