@@ -288,9 +288,12 @@ MARKDOWN_CSS = """
 :host { color: var(--lp-text); font-size: 1rem; }
 a { color: var(--lp-link); }
 a:focus-visible { outline: 2px solid var(--lp-focus); outline-offset: 2px; border-radius: 2px; }
-code { background: var(--lp-code-bg); color: var(--lp-text); padding: 0 3px; border-radius: 3px; }
+code { background: var(--lp-code-bg); color: var(--lp-text); padding: 0 3px; border-radius: 3px;
+       overflow-wrap: anywhere; }
+p, li { overflow-wrap: break-word; }
 pre, pre code { background: var(--lp-code-bg); color: var(--lp-text); }
 pre { padding: 8px 10px; border-radius: 6px; overflow-x: auto; }
+pre code { overflow-wrap: normal; }
 table { border-collapse: collapse; display: block; overflow-x: auto; max-width: 100%; }
 th, td { border: 1px solid var(--lp-border); padding: 3px 8px; }
 th { background: var(--lp-surface); }

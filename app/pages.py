@@ -357,7 +357,7 @@ def landing_page(suffix: str = "", sync: bool = True) -> Page:
     if live_widget is not None and hasattr(live_widget, "compact_view"):
         live = live_widget.compact_view()
     path = ['<a id="lessons"></a>', "## The learning path", "",
-            f"Fifteen-odd short lessons, each with one goal, a prediction to make before a widget "
+            f"{len(lessons)} short lessons, each with one goal, a prediction to make before a widget "
             f"reveals the answer, and exercises checked on the page. Your progress marks appear in "
             f"the course map.", ""]
     for lesson in lessons:
@@ -369,9 +369,8 @@ def landing_page(suffix: str = "", sync: bool = True) -> Page:
     lab_lines = ['<a id="lab"></a>', "## The lab", ""]
     if labs:
         for lesson in labs:
-            lab_lines.append(f"- [{lesson.title}]({href(lesson_route(lesson), True, suffix)}): a stateful "
-                             f"quantizer under activation recompute, run step by step with real "
-                             f"`torch.utils.checkpoint`.")
+            lab_lines.append(f"- [{lesson.title}]({href(lesson_route(lesson), True, suffix)}) — {lesson.summary} "
+                             f"(a stateful quantizer under real `torch.utils.checkpoint`, step by step)")
     lab_lines.append("- On your own machine: `lowprec simulate spike|attention|recompute|grouping|blocks` "
                      "writes the same results as JSON and HTML plots.")
     widget_lines = ['<a id="widgets"></a>', "## Widgets", "",
