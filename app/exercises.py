@@ -234,8 +234,11 @@ class LockRegion(pn.Column):
         self.view = view
         self.lock = lock
         self.content = pn.Column(view, visible=False, sizing_mode="stretch_width", margin=0)
+        # outside the hidden part: a refused URL value for the locked widget shows here at once
+        self.alert = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width",
+                                   css_classes=["lp-unlocked"])
         marker = LockMarker(lock_spec(lock, note=note, label=label, explains=explains))
-        super().__init__(marker, self.content, sizing_mode="stretch_width", margin=0)
+        super().__init__(marker, self.alert, self.content, sizing_mode="stretch_width", margin=0)
 
 
 def _markdown(text: str) -> pn.pane.Markdown:

@@ -62,14 +62,13 @@ def widget_route(name: str) -> str:
 
 @dataclass
 class PlacedWidget:
-    """A widget on a page with the URL prefix of its parameters ('' on a widget page)."""
+    """A widget on a page with the URL prefix of its parameters ('' on a widget page), and where
+    refused URL values are reported when not in the widget's own alert (a locked widget's region
+    shows them outside the hidden part, so a bad link is never silent)."""
 
     name: str
     widget: Any  # the Viewer, or None when it could not be built
     prefix: str
-    #: where refused URL values are reported: None for the widget's own alert; a pane outside the
-    #: `exercises.LockRegion` for a widget hidden until a prediction is answered (a bad link must
-    #: say so at once)
     url_alert: Any = None
 
 
@@ -142,7 +141,7 @@ def sync_url(placed: list[PlacedWidget], location: Any = None) -> bool:
         widget = item.widget
 
         def on_error(values: dict[str, Any], widget: Any = widget, prefix: str = item.prefix,
-                     item_alert: Any = item.url_alert) -> None:
+                     url_alert: Any = item.url_alert) -> None:
             # Panel reads query values as JSON first, so a text parameter can arrive as a number
             # (value=3.3 → 3.3, and -0 → 0, losing the sign): retry text parameters with the raw
             # query text, one parameter at a time, and report only what is still refused.
@@ -156,7 +155,7 @@ def sync_url(placed: list[PlacedWidget], location: Any = None) -> bool:
                     widget.param.update(**{name: value})
                 except (ValueError, TypeError):
                     refused[name] = value
-            alert = item_alert if item_alert is not None else getattr(widget, "_alert", None)
+            alert = url_alert if url_alert is not None else getattr(widget, "_alert", None)
             if refused and alert is not None:
                 text = ", ".join(f"{prefix}{k}={v!r}" for k, v in refused.items())
                 alert.object = f"Invalid URL parameters: {text}"
@@ -174,8 +173,8 @@ def lesson_body(lesson: Lesson) -> tuple[list[pn.viewable.Viewable], list[Placed
     work the same on exported pages). The first widget after a prediction is placed in an
     `exercises.LockRegion` (`data-locked-by="<slug>/<id>"`) that keeps it hidden until the
     prediction is answered; the widget itself is built here either way, and its `PlacedWidget`
-    is the widget, not the region (so URL sync reaches it), with a hidden alert just above the
-    region for refused URL values (visible while the widget is still locked)."""
+    is the widget, not the region (so URL sync reaches it); refused URL values show in the
+    region's alert, outside its hidden part."""
     from lowprec.app import exercises  # imported here: this function is the lesson-blocks face
     from lowprec.app.lessons import PredictionBlock
 
@@ -199,9 +198,9 @@ def lesson_body(lesson: Lesson) -> tuple[list[pn.viewable.Viewable], list[Placed
                 placed.append(PlacedWidget(block.name, widget, prefix))
                 objects.append(view)
             else:
-                url_alert = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
-                placed.append(PlacedWidget(block.name, widget, prefix, url_alert))
-                objects += [url_alert, exercises.locked(view, lock)]
+                region = exercises.locked(view, lock)
+                placed.append(PlacedWidget(block.name, widget, prefix, url_alert=region.alert))
+                objects.append(region)
             lock = None
         else:
             if isinstance(block, PredictionBlock):

@@ -139,20 +139,21 @@ def test_lesson_body_locks_the_first_widget_after_a_prediction(tmp_path: Path) -
     (lesson,) = load_lessons(write_lesson_folder(tmp_path / "lessons"))
     objects, placed = pages.lesson_body(lesson)
     kinds = [type(o).__name__ for o in objects]
-    assert kinds == ["Markdown", "PredictionView", "Alert", "LockRegion", "LockRegion", "BinChallenge",
+    assert kinds == ["Markdown", "PredictionView", "LockRegion", "LockRegion", "BinChallenge",
                      "ExerciseView", "ExerciseView"]
-    # refused URL values of the locked widget are reported above its region, visible while locked
-    assert objects[2] is placed[0].url_alert and objects[2].visible is False and placed[1].url_alert is None
-    region = objects[3]
+    region = objects[2]
+    # refused URL values of the locked widget are reported in the region, outside its hidden part
+    assert region.alert is placed[0].url_alert and region.alert.visible is False and placed[1].url_alert is None
+    assert region.objects[1] is region.alert and "lp-unlocked" in region.alert.css_classes
     assert region.lock == "probe/overflow-torch" and region.content.visible is False
     assert region.view is placed[0].widget and placed[0].name == "Conventions"  # built, URL-synced
     assert region.objects[0].data["note"].startswith("Answer the prediction above")
-    assert objects[4].view.object.startswith("torch saturates") and objects[4].objects[0].data["explains"]
-    assert objects[5] is placed[1].widget  # the second widget is not locked
-    assert [o.data["key"] for o in objects[6:]] == ["probe/smallest-normal-code", "probe/max-value"]
+    assert objects[3].view.object.startswith("torch saturates") and objects[3].objects[0].data["explains"]
+    assert objects[4] is placed[1].widget  # the second widget is not locked
+    assert [o.data["key"] for o in objects[5:]] == ["probe/smallest-normal-code", "probe/max-value"]
     # 2^-6 = 0 0001 000 in E4M3FN (ml_dtypes decodes 0x08 to 2^-6)
     assert e4m3fn_value(0x08) == 2.0**-6
-    assert objects[6].data["answer_text"] == "0x08 (0 0001 000) = 0.015625 = 1 × 2^-6"
+    assert objects[5].data["answer_text"] == "0x08 (0 0001 000) = 0.015625 = 1 × 2^-6"
     page = pages.lesson_page(lesson, sync=False)
     assert not [a for a in page.render()[0].select(pn.pane.Alert) if a.visible and a.object]
 

@@ -221,6 +221,7 @@ def test_lesson_widget_works_and_refuses_a_bad_url_value(server: str, browser: A
 
     expected = DelayedSpike(algo="most_recent").source_data["steps"]["delayed_amax_used"]
     w = Watched(browser, server)
+    # the widget sits behind the prediction spike-clip: the refused value shows while it is locked
     w.open(f"{server}/lesson/when-the-scale-is-measured?DelayedSpike.spike=1e9")
     message = w.page.get_by_text("Invalid URL parameters: DelayedSpike.spike=")
     wait_until(lambda: message.is_visible())

@@ -413,7 +413,8 @@ function renderPrediction(model, spec) {
 
 // A lock sits first in a region (a Panel Column: this marker, then what it locks). Until the
 // prediction spec.lock is answered, the region's other children are invisible (their Bokeh models'
-// `visible`, so plots and tables lay out properly once shown) and the marker shows a note; the
+// `visible`, so plots and tables lay out properly once shown; a child with the CSS class
+// `lp-unlocked`, such as the alert for refused URL values, is never hidden) and the marker shows a note; the
 // region's element carries data-locked-by, data-state ("locked" | "open") and, for an
 // explanation, data-explains.
 function renderLock(model, spec, view) {
@@ -428,7 +429,8 @@ function renderLock(model, spec, view) {
       if (spec.explains) region.el.setAttribute("data-explains", spec.lock)
       region.el.setAttribute("data-state", open ? "open" : "locked")
       for (const child of region.child_views || []) {
-        if (child !== view && child.model.visible !== open) child.model.visible = open
+        if (child === view || (child.model.css_classes || []).includes("lp-unlocked")) continue
+        if (child.model.visible !== open) child.model.visible = open
       }
     }
     root.setAttribute("data-state", open ? "open" : "locked")
