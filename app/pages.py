@@ -86,6 +86,12 @@ class Page:
         """The framed Panel root and the template variables (`layout.frame`)."""
         return layout.frame(self.objects, self.chrome)
 
+    def serve(self) -> pn.Column:
+        """The framed root for the current server session, which renders in the site template."""
+        root, variables = self.render()
+        layout.use_in_session(variables, self.title)
+        return root
+
 
 def href(route: str, from_home: bool, suffix: str = "") -> str:
     """Relative link to `route` from the home page or from a page one level down; `suffix` is
@@ -424,10 +430,7 @@ def route_names() -> list[str]:
 
 def served(route: str) -> pn.viewable.Viewable:
     """Build `route` for the current server session: framed, URL-synced, in the site template."""
-    page = build_page(route, sync=True)
-    root, variables = page.render()
-    layout.use_in_session(variables, page.title)
-    return root
+    return build_page(route, sync=True).serve()
 
 
 def routes() -> dict[str, Callable[[], pn.viewable.Viewable]]:

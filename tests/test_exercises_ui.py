@@ -56,7 +56,7 @@ from lowprec.app.lessons import load_lessons
 (lesson,) = load_lessons(Path(sys.argv[1]))
 port = int(sys.argv[2])
 print("serving", flush=True)
-pn.serve({"lesson/probe": lambda: pages.lesson_page(lesson)}, port=port, address="127.0.0.1", show=False,
+pn.serve({"lesson/probe": lambda: pages.lesson_page(lesson).serve()}, port=port, address="127.0.0.1", show=False,
          websocket_origin=[f"127.0.0.1:{port}"], resources="server", title="probe")
 """
 
