@@ -96,7 +96,7 @@ def server(course: Path) -> Iterator[str]:
             return False
 
     try:
-        wait_until(answers, timeout=120, interval=0.3)
+        wait_until(answers, timeout=300, interval=0.3)  # a busy shared machine starts slowly
         yield url
     finally:
         proc.terminate()

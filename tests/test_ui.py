@@ -70,7 +70,7 @@ def server() -> Iterator[str]:
             return False
 
     try:
-        wait_until(answers, timeout=180, interval=0.3)  # a busy shared machine starts slowly
+        wait_until(answers, timeout=300, interval=0.3)  # a busy shared machine starts slowly
         yield url
     finally:
         proc.terminate()
