@@ -283,7 +283,8 @@ ROOT_CSS = f"""
 .markdown, .lp-prose {{ max-width: {PROSE_MAX}; }}
 """
 
-#: stylesheet of every Markdown pane: theme colours, readable type, visible focus
+#: stylesheet of every Markdown pane (a widget's too): theme colours, readable type at reading width,
+#: visible focus
 MARKDOWN_CSS = """
 :host { color: var(--lp-text); font-size: 1rem; }
 a { color: var(--lp-link); }
@@ -291,6 +292,7 @@ a:focus-visible { outline: 2px solid var(--lp-focus); outline-offset: 2px; borde
 code { background: var(--lp-code-bg); color: var(--lp-text); padding: 0 3px; border-radius: 3px;
        overflow-wrap: anywhere; }
 p, li { overflow-wrap: break-word; }
+p, li, blockquote, h1, h2, h3, h4 { max-width: {PROSE_MAX}; }  /* text at reading width; tables may run wider */
 pre, pre code { background: var(--lp-code-bg); color: var(--lp-text); }
 pre { padding: 8px 10px; border-radius: 6px; overflow-x: auto; }
 pre code { overflow-wrap: normal; }
@@ -304,7 +306,7 @@ p, li { line-height: 1.55; }
 blockquote { border-left: 3px solid var(--lp-border); margin-left: 0; padding-left: 12px; color: var(--lp-muted); }
 img { max-width: 100%; }
 .lp-caption, .lp-caption p { color: var(--lp-muted); font-size: 0.92em; }
-"""
+""".replace("{PROSE_MAX}", PROSE_MAX)
 
 ROW_WRAP_CSS = """
 :host { flex-wrap: wrap; max-width: 100%; min-width: 0 !important; }
