@@ -63,7 +63,7 @@ def _start_server() -> tuple[subprocess.Popen[bytes] | None, str]:
     end = time.monotonic() + 120
     while True:
         try:
-            with urllib.request.urlopen(url + "/", timeout=5):
+            with urllib.request.urlopen(url + "/", timeout=120):  # one at a time
                 return proc, url
         except OSError:
             if time.monotonic() > end:

@@ -47,7 +47,7 @@ def start_server(port: int) -> subprocess.Popen[str]:
         if proc.poll() is not None:
             raise RuntimeError(f"lowprec serve exited: {proc.stdout.read() if proc.stdout else ''}")
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5):
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=120):  # one at a time
                 return proc
         except OSError:
             time.sleep(0.5)

@@ -90,7 +90,7 @@ def server(course: Path) -> Iterator[str]:
         if proc.poll() is not None:
             raise AssertionError(f"server exited: {proc.stdout.read() if proc.stdout else ''}")
         try:
-            with urllib.request.urlopen(url + "/lesson/probe", timeout=5) as resp:
+            with urllib.request.urlopen(url + "/lesson/probe", timeout=120) as resp:  # one at a time
                 return bool(resp.status == 200)
         except OSError:
             return False

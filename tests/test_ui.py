@@ -64,7 +64,8 @@ def server() -> Iterator[str]:
         if proc.poll() is not None:
             raise AssertionError(f"server exited: {proc.stdout.read() if proc.stdout else ''}")
         try:
-            with urllib.request.urlopen(url + "/", timeout=5) as resp:
+            # one request at a time, waited for: a timed-out request leaves its session building
+            with urllib.request.urlopen(url + "/", timeout=120) as resp:
                 return bool(resp.status == 200)
         except OSError:
             return False
