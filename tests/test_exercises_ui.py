@@ -51,13 +51,14 @@ SERVE = """
 import sys
 from pathlib import Path
 import panel as pn
-from lowprec.app import pages
+from lowprec.app import layout, pages
 from lowprec.app.lessons import load_lessons
 (lesson,) = load_lessons(Path(sys.argv[1]))
 port = int(sys.argv[2])
 print("serving", flush=True)
 pn.serve({"lesson/probe": lambda: pages.lesson_page(lesson).serve()}, port=port, address="127.0.0.1", show=False,
-         websocket_origin=[f"127.0.0.1:{port}"], resources="server", title="probe")
+         websocket_origin=[f"127.0.0.1:{port}"], resources="server", title="probe",
+         static_dirs={layout.STATIC_ROUTE: str(layout.STATIC_DIR)})  # the site's CSS/JS, as lowprec serve
 """
 
 
