@@ -1,26 +1,36 @@
-"""Pages of the app: the landing page, one page per lesson, one standalone page per widget.
+"""Pages of the app: the start page, one page per lesson, one per widget, and the glossary.
 
-A lesson page renders `app.lessons.render_blocks(lesson)` in order: Markdown blocks become
-Markdown panes and each `::: widget Name key=value` directive becomes that widget built with those
-parameters (bad directive parameters show an "Invalid …" alert and do not stop the page). Every
-page carries the same
-navigation header. In a served session the widgets' parameters are synced with the URL query
-(`pn.state.location.sync`), so a link reproduces a view: a widget page uses the bare parameter names
-(`/widget/BinExplorer?format=E5M2&value=0x1.8p3`), a lesson page prefixes them with the widget
-name (`BinExplorer.value=…`; a second widget of the same class gets `BinExplorer2.value=…`).
-Route names: `ROUTE_HOME` (""), `lesson/<slug>`, `widget/<Name>`.
+A lesson page renders `app.lessons.render_blocks(lesson)` in order (`lesson_body`): Markdown
+blocks become Markdown panes and each `::: widget Name key=value` directive becomes that widget
+built with those parameters (bad directive parameters show an "Invalid …" alert and do not stop the
+page). Every page sits in the site frame of `app.layout` (top bar with the theme toggle, course map
+with progress marks, breadcrumb and previous/next links on lessons). In a served session the
+widgets' parameters are synced with the URL query (`pn.state.location.sync`), so a link reproduces
+a view: a widget page uses the bare parameter names (`/widget/BinExplorer?format=E5M2&value=0x1.8p3`),
+a lesson page prefixes them with the widget name (`BinExplorer.value=…`; a second widget of the same
+class gets `BinExplorer2.value=…`).
+
+Routes: `ROUTE_HOME` (""), `glossary` (when `content/glossary.md` exists), `lesson/<slug>`,
+`widget/<Name>`. Links between pages are relative and written for the served site; lesson Markdown
+links another page by its route relative to the lesson page (`../glossary#term`,
+`../lesson/<slug>`, `../widget/<Name>`; `/glossary#term` works too) and `site_links` rewrites them
+for the page's depth and, in an exported site, adds `.html`.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, parse_qsl, urlencode
 
 import panel as pn
 import param
 
+from lowprec.app import layout
 from lowprec.app.lessons import (
     Lesson,
     LessonError,
@@ -34,12 +44,13 @@ from lowprec.extras import missing_dependency
 from lowprec.app.text import as_text, set_alert
 
 ROUTE_HOME = ""
+ROUTE_GLOSSARY = "glossary"
 SITE_TITLE = "lowprec — low-precision formats, explained bit by bit"
+TAGLINE = ("See exactly how a number becomes an 8-bit code in E4M3FN, E5M2, E2M1 or BF16, and how "
+           "the scaling recipes built on those formats succeed or fail in training.")
 
-
-PAGE_CSS = """
-.lp-header { border-bottom: 1px solid #ddd; margin-bottom: 8px; }
-"""
+#: the glossary's source (package data), rendered at /glossary when present
+GLOSSARY_PATH = Path(str(resources.files("lowprec").joinpath("content", "glossary.md")))
 
 
 def lesson_route(lesson: Lesson) -> str:
@@ -62,22 +73,36 @@ class PlacedWidget:
     url_alert: Any = None
 
 
+@dataclass
+class Page:
+    """One page: its route, the objects of its body, the widgets placed in it and the frame."""
+
+    route: str
+    title: str  # the browser tab's title
+    objects: list[Any]
+    placed: list[PlacedWidget]
+    chrome: layout.Chrome
+
+    def render(self) -> tuple[pn.Column, dict[str, Any]]:
+        """The framed Panel root and the template variables (`layout.frame`)."""
+        return layout.frame(self.objects, self.chrome)
+
+    def serve(self) -> pn.Column:
+        """The framed root for the current server session, which renders in the site template."""
+        root, variables = self.render()
+        layout.use_in_session(variables, self.title)
+        return root
+
+
 def href(route: str, from_home: bool, suffix: str = "") -> str:
     """Relative link to `route` from the home page or from a page one level down; `suffix` is
     '.html' for exported files ('' when served)."""
-    up = "" if from_home else "../"
-    if route in ("", "/"):
-        return f"{up}index{suffix}" if suffix else (up or "./")
-    return f"{up}{route}{suffix}"
+    return layout.href(route, 0 if from_home else 1, suffix)
 
 
-def header(current: str = "", suffix: str = "") -> pn.viewable.Viewable:
-    """Navigation shared by every page: home, and the current page's title."""
-    home = href("", not current, suffix)
-    text = f"[lowprec]({home}) · [lessons]({home}#lessons) · [widgets]({home}#widgets)"
-    if current:
-        text += f" · **{current}**"
-    return pn.pane.Markdown(text, css_classes=["lp-header"], sizing_mode="stretch_width")
+# ------------------------------------------------------------------------------------------------
+# widgets on pages
+# ------------------------------------------------------------------------------------------------
 
 
 def build_widget(name: str, params: dict[str, Any] | None = None) -> tuple[Any, pn.viewable.Viewable]:
@@ -113,7 +138,7 @@ def url_parameters(widget: param.Parameterized, prefix: str = "") -> dict[str, s
 def sync_url(placed: list[PlacedWidget], location: Any = None) -> bool:
     """Sync each placed widget's parameters with the URL query (served sessions only; pass a
     `panel.io.location.Location` to sync with another one). Query values a widget refuses show
-    as an "Invalid URL parameters" alert in that widget."""
+    as an "Invalid URL parameters" alert in that widget (or in its `url_alert`)."""
     oversized: dict[str, int] = {}
     if location is None:
         location, oversized = _session_location()
@@ -202,7 +227,8 @@ def lesson_body(lesson: Lesson) -> tuple[list[pn.viewable.Viewable], list[Placed
     work the same on exported pages). The first widget after a prediction is placed in an
     `exercises.LockRegion` (`data-locked-by="<slug>/<id>"`) that keeps it hidden until the
     prediction is answered; the widget itself is built here either way, and its `PlacedWidget`
-    is the widget, not the region (so URL sync reaches it)."""
+    is the widget, not the region (so URL sync reaches it); refused URL values show in the
+    region's alert, outside its hidden part."""
     from lowprec.app import exercises  # imported here: this function is the lesson-blocks face
     from lowprec.app.lessons import PredictionBlock
 
@@ -237,72 +263,244 @@ def lesson_body(lesson: Lesson) -> tuple[list[pn.viewable.Viewable], list[Placed
     return objects, placed
 
 
-def page(title: str, objects: list[pn.viewable.Viewable], current: str = "", suffix: str = "") -> pn.Column:
-    """The common frame: header, then the objects."""
-    return pn.Column(header(current, suffix), *objects, sizing_mode="stretch_width",
-                     styles={"max-width": "1400px", "margin": "0 auto", "padding": "0 16px"},
-                     stylesheets=[PAGE_CSS])
+# ------------------------------------------------------------------------------------------------
+# links between pages
+# ------------------------------------------------------------------------------------------------
+
+_SITE_TARGET = r"(?:\.\./|\./|/)*(glossary|index|lesson/[A-Za-z0-9_-]+|widget/[A-Za-z0-9_]+)(?:\.html)?(#[^\s)\"']*)?"
+_MD_LINK_RE = re.compile(r"\]\(" + _SITE_TARGET + r"\)")
+_HTML_LINK_RE = re.compile(r"href=\"" + _SITE_TARGET + "\"")
 
 
-def lesson_page(lesson: Lesson, sync: bool = True, suffix: str = "") -> pn.Column:
+def site_links(text: str, depth: int, suffix: str = "") -> str:
+    """Rewrite links to other pages of the site in Markdown/HTML `text` for a page `depth` folders
+    down: `../glossary#x`, `/glossary#x`, `glossary#x` all become the right relative link, with
+    `suffix` ('.html' when exported) after the route."""
+
+    def target(match: re.Match[str]) -> str:
+        route = "" if match.group(1) == "index" else match.group(1)
+        return layout.href(route + (match.group(2) or ""), depth, suffix)
+
+    text = _MD_LINK_RE.sub(lambda m: f"]({target(m)})", text)
+    return _HTML_LINK_RE.sub(lambda m: f'href="{target(m)}"', text)
+
+
+def rewrite_site_links(objects: list[Any], depth: int, suffix: str) -> None:
+    """`site_links` on every Markdown and HTML pane in `objects` (and inside their layouts)."""
+    for obj in objects:
+        if not hasattr(obj, "select"):
+            continue
+        for pane in obj.select(lambda o: isinstance(o, (pn.pane.Markdown, pn.pane.HTML))):
+            text = pane.object
+            if isinstance(text, str) and ("](" in text or "href=" in text):
+                new = site_links(text, depth, suffix)
+                if new != text:
+                    pane.object = new
+
+
+# ------------------------------------------------------------------------------------------------
+# the frame's contents
+# ------------------------------------------------------------------------------------------------
+
+
+def nav_lessons() -> list[layout.NavLesson]:
+    return [layout.NavLesson(lesson_route(x), x.order, x.title, x.slug, x.goal, x.exercises, x.predictions)
+            for x in load_lessons()]
+
+
+def chrome(route: str, title: str, suffix: str = "", crumbs: list[tuple[str, str | None]] | None = None,
+           mode: str = "served") -> layout.Chrome:
+    return layout.Chrome(route=route, title=title, lessons=nav_lessons(),
+                         widgets=[(n, e.title) for n, e in WIDGETS.items()], suffix=suffix,
+                         has_glossary=has_glossary(), crumbs=crumbs or [],
+                         mode="export" if suffix else mode)
+
+
+def has_glossary() -> bool:
+    return GLOSSARY_PATH.is_file()
+
+
+def caption(text: str) -> pn.pane.Markdown:
+    """A short line under a figure saying what to look at."""
+    return pn.pane.Markdown(text, css_classes=["lp-caption"], sizing_mode="stretch_width")
+
+
+# ------------------------------------------------------------------------------------------------
+# pages
+# ------------------------------------------------------------------------------------------------
+
+
+def lesson_page(lesson: Lesson, sync: bool = True, suffix: str = "") -> Page:
     """A lesson rendered with its widgets (URL-synced when served)."""
     objects, placed = lesson_body(lesson)
     if sync:
         sync_url(placed)
-    return page(lesson.title, objects, current=lesson.title, suffix=suffix)
+    route = lesson_route(lesson)
+    rewrite_site_links(objects, 1, suffix)
+    crumbs: list[tuple[str, str | None]] = [("Start", ""), ("Lessons", "#lessons"),
+                                            (f"{lesson.order}. {lesson.title}", None)]
+    return Page(route, f"{lesson.title} · lowprec", objects, placed,
+                chrome(route, lesson.title, suffix, crumbs))
 
 
 def widget_page(name: str, params: dict[str, Any] | None = None, sync: bool = True,
-                suffix: str = "") -> pn.Column:
+                suffix: str = "") -> Page:
     """One widget alone, with its title and the lessons that use it."""
     widget, view = build_widget(name, params)
+    placed = [PlacedWidget(name, widget, "")]
     if sync and widget is not None:
-        sync_url([PlacedWidget(name, widget, "")])
+        sync_url(placed)
     uses = [lesson for lesson in load_lessons() if f"::: widget {name}" in lesson.text]
-    links = ", ".join(f"[{lesson.title}]({href(lesson_route(lesson), False, suffix)})" for lesson in uses)
+    links = ", ".join(f"[{lesson.order}. {lesson.title}]({href(lesson_route(lesson), False, suffix)})"
+                      for lesson in uses)
     intro = f"# {WIDGETS[name].title}\n\n" + (f"Used in: {links}" if links else "")
-    return page(name, [pn.pane.Markdown(intro, sizing_mode="stretch_width"), view], current=name,
-                suffix=suffix)
+    route = widget_route(name)
+    crumbs: list[tuple[str, str | None]] = [("Start", ""), ("Widgets", "#widgets"), (name, None)]
+    return Page(route, f"{name} · lowprec", [pn.pane.Markdown(intro, sizing_mode="stretch_width"), view],
+                placed, chrome(route, name, suffix, crumbs))
 
 
-def landing_page(suffix: str = "") -> pn.Column:
-    """Title, the lessons in order (with summaries) and the widgets."""
+def _glossary_lesson() -> Lesson:
+    text = GLOSSARY_PATH.read_text(encoding="utf-8").removeprefix("\ufeff")
+    lines = text.splitlines()
+    body_line = 1
+    if lines and lines[0].strip() == "---":  # front matter is allowed and not shown
+        end = next((i for i, line in enumerate(lines[1:], start=1) if line.strip() == "---"), None)
+        if end is not None:
+            lines = lines[end + 1:]
+            body_line = end + 2
+    return Lesson(slug="glossary", title="Glossary", order=0, summary="", path=GLOSSARY_PATH,
+                  text="\n".join(lines) + "\n", body_line=body_line)
+
+
+def glossary_page(sync: bool = True, suffix: str = "") -> Page:
+    """`content/glossary.md`: Markdown (placeholders and widgets allowed, as in a lesson)."""
+    objects, placed = lesson_body(_glossary_lesson())
+    if sync:
+        sync_url(placed)
+    rewrite_site_links(objects, 0, suffix)
+    crumbs: list[tuple[str, str | None]] = [("Start", ""), ("Glossary", None)]
+    return Page(ROUTE_GLOSSARY, "Glossary · lowprec", objects, placed,
+                chrome(ROUTE_GLOSSARY, "Glossary", suffix, crumbs))
+
+
+def lab_lessons() -> list[Lesson]:
+    """Lessons that are labs: those that run the recompute simulation step by step."""
+    return [x for x in load_lessons() if "::: widget RecomputeDivergence" in x.text]
+
+
+def landing_page(suffix: str = "", sync: bool = True) -> Page:
+    """What this is in one sentence, a live bin explorer, the learning path with "start here", the
+    lab and the widgets."""
     lessons = load_lessons()  # a missing or broken lesson folder is an error, never an empty list
-    lines = [f"# {SITE_TITLE}", "",
-             "Lessons with live widgets: every number is computed by the bit-exact format models.",
-             "", '<a id="lessons"></a>', "## Lessons", ""]
+    first = lessons[0]
+    intro = pn.pane.Markdown(
+        f"# Low-precision number formats, bit by bit\n\n{TAGLINE}\n\n"
+        f"Every number on these pages is computed by bit-exact models of the formats, checked "
+        f"against ml_dtypes and torch. **[Start here: {first.order}. {first.title} →]"
+        f"({href(lesson_route(first), True, suffix)})**",
+        sizing_mode="stretch_width", css_classes=["lp-intro"])
+    live_widget, live_view = build_widget("BinExplorer", {"compare_format": ""})
+    placed = [PlacedWidget("BinExplorer", live_widget, "")]
+    try_it = pn.pane.Markdown(
+        "## Try it\n\nType any number and pick a format: the explorer shows the code it becomes, "
+        "its bits, the error, and the *rounding bin* — every real number that lands on the same code.",
+        sizing_mode="stretch_width")
+    live: Any = live_view
+    if live_widget is not None and hasattr(live_widget, "compact_view"):
+        live = live_widget.compact_view()
+    path = ['<a id="lessons"></a>', "## The learning path", "",
+            f"{len(lessons)} short lessons, each with one goal, a prediction to make before a widget "
+            f"reveals the answer, and exercises checked on the page. Your progress marks appear in "
+            f"the course map.", ""]
     for lesson in lessons:
-        lines.append(f"{lesson.order}. [{lesson.title}]({href(lesson_route(lesson), True, suffix)}) — {lesson.summary}")
-    lines += ["", '<a id="widgets"></a>', "## Widgets", ""]
+        start = " — **start here**" if lesson is first else ""
+        goal = f"  \n  *Goal:* {lesson.goal}" if lesson.goal else ""
+        path.append(f"{lesson.order}. [{lesson.title}]({href(lesson_route(lesson), True, suffix)}){start}"
+                    f" — {lesson.summary}{goal}")
+    labs = lab_lessons()
+    lab_lines = ['<a id="lab"></a>', "## The lab", ""]
+    if labs:
+        for lesson in labs:
+            lab_lines.append(f"- [{lesson.title}]({href(lesson_route(lesson), True, suffix)}) — {lesson.summary} "
+                             f"(a stateful quantizer under real `torch.utils.checkpoint`, step by step)")
+    lab_lines.append("- On your own machine: `lowprec simulate spike|attention|recompute|grouping|blocks` "
+                     "writes the same results as JSON and HTML plots.")
+    widget_lines = ['<a id="widgets"></a>', "## Widgets", "",
+                    "Each widget also works alone (and in a notebook: `from lowprec.app.widgets import "
+                    "BinExplorer`).", ""]
     for name in WIDGETS:
-        lines.append(f"- [{name}]({href(widget_route(name), True, suffix)}) — {WIDGETS[name].title}")
-    objects: list[pn.viewable.Viewable] = [pn.pane.Markdown("\n".join(lines), sizing_mode="stretch_width")]
-    return page(SITE_TITLE, objects, suffix=suffix)
+        widget_lines.append(f"- [{name}]({href(widget_route(name), True, suffix)}) — {WIDGETS[name].title}")
+    if has_glossary():
+        widget_lines += ["", f"Terms are defined in the [glossary]({href(ROUTE_GLOSSARY, True, suffix)})."]
+    objects: list[Any] = [
+        intro, try_it, live,
+        pn.pane.Markdown("\n".join(path), sizing_mode="stretch_width"),
+        pn.pane.Markdown("\n".join(lab_lines), sizing_mode="stretch_width"),
+        pn.pane.Markdown("\n".join(widget_lines), sizing_mode="stretch_width"),
+    ]
+    if sync and live_widget is not None:
+        sync_url(placed)
+    return Page(ROUTE_HOME, SITE_TITLE, objects, placed, chrome(ROUTE_HOME, SITE_TITLE, suffix))
+
+
+# ------------------------------------------------------------------------------------------------
+# routes
+# ------------------------------------------------------------------------------------------------
+
+
+def build_page(route: str, suffix: str = "", sync: bool = True) -> Page:
+    """The page at `route` (see the module docstring); ValueError for an unknown route."""
+    route = route.strip("/")
+    if route == ROUTE_HOME:
+        return landing_page(suffix=suffix, sync=sync)
+    if route == ROUTE_GLOSSARY and has_glossary():
+        return glossary_page(sync=sync, suffix=suffix)
+    kind, _, name = route.partition("/")
+    if kind == "widget" and name in WIDGETS:
+        return widget_page(name, sync=sync, suffix=suffix)
+    if kind == "lesson":
+        lesson = next((x for x in load_lessons() if x.slug == name), None)
+        if lesson is not None:
+            return lesson_page(lesson, sync=sync, suffix=suffix)
+    known = ", ".join(repr(r) for r in route_names())
+    raise ValueError(f"unknown page {route!r}; pages: {known}")
+
+
+def route_names() -> list[str]:
+    """Every route ('' is the start page), in site order."""
+    names = [ROUTE_HOME] + [lesson_route(x) for x in load_lessons()]
+    names += [widget_route(n) for n in WIDGETS]
+    if has_glossary():
+        names.append(ROUTE_GLOSSARY)
+    return names
+
+
+def served(route: str) -> pn.viewable.Viewable:
+    """Build `route` for the current server session: framed, URL-synced, in the site template."""
+    return build_page(route, sync=True).serve()
 
 
 def routes() -> dict[str, Callable[[], pn.viewable.Viewable]]:
-    """Every page of the app keyed by route (see the module docstring); each value builds a fresh
+    """Every page of the app keyed by route ("/" for the start page); each value builds a fresh
     page per session."""
-    table: dict[str, Callable[[], pn.viewable.Viewable]] = {"/": landing_page}
-    for lesson in load_lessons():
-        table[lesson_route(lesson)] = _bind(lesson_page, lesson)
-    for name in WIDGETS:
-        table[widget_route(name)] = _bind(widget_page, name)
-    return table
+    return {("/" if r == ROUTE_HOME else r): _bind(r) for r in route_names()}
 
 
-def _bind(fn: Callable[..., pn.viewable.Viewable], arg: Any) -> Callable[[], pn.viewable.Viewable]:
+def _bind(route: str) -> Callable[[], pn.viewable.Viewable]:
     def build() -> pn.viewable.Viewable:
-        return fn(arg)
+        return served(route)
 
     return build
 
 
 def page_titles() -> dict[str, str]:
-    """Browser-tab title per route."""
+    """Browser-tab title per route key of `routes()`."""
     titles = {"/": SITE_TITLE}
     for lesson in load_lessons():
         titles[lesson_route(lesson)] = f"{lesson.title} · lowprec"
     for name in WIDGETS:
         titles[widget_route(name)] = f"{name} · lowprec"
+    if has_glossary():
+        titles[ROUTE_GLOSSARY] = "Glossary · lowprec"
     return titles

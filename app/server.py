@@ -1,9 +1,10 @@
 """Serve every page of the app from one local Bokeh/Panel server.
 
 Binds 127.0.0.1 unless told otherwise and serves every resource itself: Panel's server resource
-mode ('server') makes Bokeh and Panel JS/CSS load from this server's /static paths, so a page makes
-no request to any other host (checked by the browser tests with request interception). Routes come
-from `app.pages.routes()`.
+mode ('server') makes Bokeh and Panel JS/CSS load from this server's /static paths and the site's
+own CSS/JS (`app/static/`) is served at `/_static/lowprec/` (`app.layout.STATIC_ROUTE`), so a page
+makes no request to any other host (checked by the browser tests with request interception).
+Routes come from `app.pages.routes()`.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 
 import panel as pn
 
-from lowprec.app import pages
+from lowprec.app import layout, pages
 from lowprec.extras import missing_dependency
 
 
@@ -30,9 +31,12 @@ def serve(port: int = 5006, address: str = "127.0.0.1", show: bool = True, start
     origins = [f"{address}:{port}", f"localhost:{port}", f"127.0.0.1:{port}"]
     if address in ("0.0.0.0", "::"):  # bound to every interface: accept the host the browser used
         origins = ["*"]
+    static = dict(kwargs.pop("static_dirs", {}) or {})
+    static[layout.STATIC_ROUTE] = str(layout.STATIC_DIR)
     return pn.serve(
         pages.routes(), port=port, address=address, show=show, start=start,
-        title=pages.page_titles(), websocket_origin=origins, resources="server", **kwargs,
+        title=pages.page_titles(), websocket_origin=origins, resources="server",
+        static_dirs=static, **kwargs,
     )
 
 

@@ -421,4 +421,6 @@ def test_bin_explorer_legends_name_the_formats() -> None:
     assert labels(w._gap.object) == ["FP16", "BF16"]
     assert labels(w._number_line.object) == ["BF16"]
     w.param.update(format="E2M1", compare_format="")
-    assert labels(w._gap.object) == ["E2M1", "(none)"]
+    # no compare format: its entry is hidden, not labelled "(none)"
+    assert labels(w._gap.object) == ["E2M1", ""]
+    assert [item.visible for item in w._gap.object.legend[0].items] == [True, False]

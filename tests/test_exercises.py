@@ -142,6 +142,9 @@ def test_lesson_body_locks_the_first_widget_after_a_prediction(tmp_path: Path) -
     assert kinds == ["Markdown", "PredictionView", "LockRegion", "LockRegion", "BinChallenge",
                      "ExerciseView", "ExerciseView"]
     region = objects[2]
+    # refused URL values of the locked widget are reported in the region, outside its hidden part
+    assert region.alert is placed[0].url_alert and region.alert.visible is False and placed[1].url_alert is None
+    assert region.objects[1] is region.alert and "lp-unlocked" in region.alert.css_classes
     assert region.lock == "probe/overflow-torch" and region.content.visible is False
     assert region.view is placed[0].widget and placed[0].name == "Conventions"  # built, URL-synced
     assert region.objects[0].data["note"].startswith("Answer the prediction above")
@@ -152,7 +155,7 @@ def test_lesson_body_locks_the_first_widget_after_a_prediction(tmp_path: Path) -
     assert e4m3fn_value(0x08) == 2.0**-6
     assert objects[5].data["answer_text"] == "0x08 (0 0001 000) = 0.015625 = 1 × 2^-6"
     page = pages.lesson_page(lesson, sync=False)
-    assert not [a for a in page.select(pn.pane.Alert) if a.visible and a.object]
+    assert not [a for a in page.render()[0].select(pn.pane.Alert) if a.visible and a.object]
 
 
 # ------------------------------------------------------------------------------------------------

@@ -40,8 +40,8 @@ def test_every_lesson_renders_with_its_widgets(lesson) -> None:  # type: ignore[
         assert item.widget is not None, f"{lesson.slug}: {directive.name} not built"
         for key, value in directive.params.items():
             assert getattr(item.widget, key) == value, (lesson.slug, directive.name, key)
-    page = pages.lesson_page(lesson, sync=False)
-    problems = [a for a in _alerts(page) if "not available" in a or a.startswith("Invalid")]
+    root, _ = pages.lesson_page(lesson, sync=False).render()
+    problems = [a for a in _alerts(root) if "not available" in a or a.startswith("Invalid")]
     assert problems == []
 
 
@@ -54,12 +54,13 @@ def test_repeated_widget_gets_numbered_url_prefix() -> None:
 
 
 def test_landing_page_links_every_page() -> None:
-    text = "\n".join(str(m.object) for m in pages.landing_page().select(pn.pane.Markdown))
+    text = "\n".join(str(m.object) for m in pages.landing_page(sync=False).render()[0].select(pn.pane.Markdown))
     for lesson in load_lessons():
         assert f"(lesson/{lesson.slug})" in text and lesson.title in text
     for name in pages.WIDGETS:
         assert f"(widget/{name})" in text
-    exported = "\n".join(str(m.object) for m in pages.landing_page(suffix=".html").select(pn.pane.Markdown))
+    exported = "\n".join(str(m.object) for m in
+                         pages.landing_page(suffix=".html", sync=False).render()[0].select(pn.pane.Markdown))
     assert "(widget/BinExplorer.html)" in exported
 
 
@@ -72,8 +73,8 @@ def test_routes_cover_lessons_and_widgets() -> None:
 
 
 def test_widget_page_mentions_lessons_using_it() -> None:
-    page = pages.widget_page("Conventions", sync=False)
-    text = "\n".join(str(m.object) for m in page.select(pn.pane.Markdown))
+    root, _ = pages.widget_page("Conventions", sync=False).render()
+    text = "\n".join(str(m.object) for m in root.select(pn.pane.Markdown))
     users = [x for x in load_lessons() if "::: widget Conventions" in x.text]
     assert users and all(f"(../lesson/{x.slug})" in text for x in users)
 

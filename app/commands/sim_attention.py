@@ -12,10 +12,12 @@ from .sim_common import register_simulation
 
 def write_html(result: AttentionResult, path: str) -> None:
     from lowprec.app.plots.attention import attention_layout
+    from lowprec.app.plots.captions import caption
     from lowprec.app.plots.html import save_standalone
 
     save_standalone(attention_layout(result), path,
-                    f"Attention rounding: {result.config['format']}, {result.config['rounding']}")
+                    f"Attention rounding: {result.config['format']}, {result.config['rounding']}",
+                    parameters=result.config["parameters"], caption=caption("AttentionRounding", result))
 
 
 def register(sims: Any) -> None:

@@ -13,9 +13,13 @@ from .sim_common import register_simulation
 
 def write_html(result: BlocksResult, path: str) -> None:
     from lowprec.app.plots.blocks import blocks_figure, blocks_sources
+    from lowprec.app.plots.captions import caption
     from lowprec.app.plots.html import save_standalone
+    from lowprec.simulations._cli import config_values
 
-    save_standalone(blocks_figure(blocks_sources(result), result.config.recipe), path, "Block formats")
+    save_standalone(blocks_figure(blocks_sources(result), result.config.recipe), path,
+                    f"Block formats: {result.config.recipe}", parameters=config_values(result.config),
+                    caption=caption("BlockFormats", result))
 
 
 def register(sims: Any) -> None:

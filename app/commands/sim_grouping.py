@@ -12,10 +12,13 @@ from .sim_common import register_simulation
 
 
 def write_html(result: GroupingResult, path: str) -> None:
+    from lowprec.app.plots.captions import caption
     from lowprec.app.plots.grouping import study_figure
     from lowprec.app.plots.html import save_standalone
+    from lowprec.simulations._cli import config_values
 
-    save_standalone(study_figure(result.study), path, f"Grouping study: {result.config.study}")
+    save_standalone(study_figure(result.study), path, f"Grouping study: {result.config.study}",
+                    parameters=config_values(result.config), caption=caption("ScaleGrouping", result))
 
 
 def register(sims: Any) -> None:

@@ -30,10 +30,13 @@ def run(args: argparse.Namespace) -> int:
     result = run_with_progress("recompute", args.quiet, lambda bar: run_config(config, progress=bar))
     recompute_cli.write_outputs(result, args.json, args.csv)
     if args.html:
+        from lowprec.app.plots.captions import caption
         from lowprec.app.plots.html import save_standalone
         from lowprec.app.plots.recompute import recompute_figure
+        from lowprec.simulations._cli import config_values
 
-        save_standalone(recompute_figure(result), args.html, f"recompute divergence: {config.variant}")
+        save_standalone(recompute_figure(result), args.html, f"Recompute divergence: {config.variant}",
+                        parameters=config_values(config), caption=caption("RecomputeDivergence", result))
     if recompute_cli.summary_wanted(args):
         print(result.summary())
     return 0

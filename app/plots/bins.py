@@ -19,6 +19,7 @@ from bokeh.models.annotations import LabelSet
 from bokeh.models.widgets.tables import DataTable, TableColumn
 from bokeh.plotting import figure
 
+from lowprec.app.theme import refresh_on_data_change
 from lowprec.formats import BinView
 
 from .style import (
@@ -26,13 +27,18 @@ from .style import (
     DELAYED_COLOR,
     ERROR_COLOR,
     EXPONENT_COLOR,
-    HIGHLIGHT_COLOR,
+    INK,
     MANTISSA_COLOR,
     SIGN_COLOR,
     power_of_two_text,
 )
 
 FIELD_COLORS = {"sign": SIGN_COLOR, "exponent": EXPONENT_COLOR, "mantissa": MANTISSA_COLOR}
+#: alternating shades of neighbouring rounding bins (drawn half transparent: readable on both themes)
+BIN_SHADES = ("#9fb3c8", "#d8c49a")
+BIN_ALPHA = 0.45
+POINT_FILL = "#a3adb8"  # a representable value
+POINT_FILL_SELECTED = CURRENT_COLOR  # the value x encodes to
 
 
 def _interval_text(lo: float, hi: float, lo_c: bool, hi_c: bool) -> str:
@@ -53,9 +59,9 @@ def bins_sources(view: BinView) -> dict[str, dict[str, list[Any]]]:
     left_lim, right_lim = min(values) - pad, max(values) + pad
     lo = [_finite_or(v, left_lim) for v in b["lo"]]
     hi = [_finite_or(v, right_lim) for v in b["hi"]]
-    shade = ["#e8eef7" if i % 2 == 0 else "#f7f1e3" for i in range(len(values))]
+    shade = [BIN_SHADES[i % 2] for i in range(len(values))]
     selected = [v == view.main.value for v in values]
-    fill = [HIGHLIGHT_COLOR if s else "#cfd8e3" for s in selected]
+    fill = [POINT_FILL_SELECTED if s else POINT_FILL for s in selected]
     # tie markers: at each finite edge, a triangle pointing into the bin that owns the edge
     tie_x: list[float] = []
     tie_angle: list[float] = []
@@ -137,6 +143,24 @@ def bins_sources(view: BinView) -> dict[str, dict[str, list[Any]]]:
     }
 
 
+def swatch(field: str) -> str:
+    """A field's colour key for HTML text: a coloured square (no text, so no contrast to fail) and
+    the field's name in the text colour."""
+    return (f"<span style='display:inline-block;width:0.8em;height:0.8em;vertical-align:-0.05em;"
+            f"background:{FIELD_COLORS[field]}'></span> {field}")
+
+
+def toggle_css(field: str) -> str:
+    """Stylesheet of a bit toggle in its field's colour (filled when the bit is 1), with a visible
+    keyboard focus ring."""
+    colour = FIELD_COLORS[field]
+    return (f".bk-btn.bk-btn-default {{ background: var(--lp-bg, #fff) !important; color: {colour} !important;"
+            f" border: 2px solid {colour} !important; font-weight: bold; padding: 2px 0; }}"
+            f" .bk-btn.bk-btn-default.bk-active {{ background: {colour} !important; color: #fff !important; }}"
+            f" .bk-btn:focus-visible {{ outline: 3px solid var(--lp-focus, #1a66d6) !important;"
+            f" outline-offset: 2px; }}")
+
+
 def bits_figure(source: ColumnDataSource, title: str = "bits") -> Any:
     """One coloured cell per bit (sign red, exponent blue, mantissa green) with its 0/1."""
     p = figure(height=70, width=520, title=title, toolbar_location=None, tools="",
@@ -159,10 +183,10 @@ def number_line_figure(bins: ColumnDataSource, points: ColumnDataSource, ties: C
                x_axis_label="value (format grid × decode_scale)",
                tools="xpan,xwheel_zoom,reset", toolbar_location="right", y_range=Range1d(start=-0.55, end=1.15))
     quads = p.quad(left="left", right="right", bottom=0, top=1, source=bins, fill_color="fill",
-                   line_color="#8899aa", line_alpha=0.6)
-    pts = p.scatter(x="x", y="y", source=points, size=11, fill_color="color", line_color="black")
+                   fill_alpha=BIN_ALPHA, line_color="#8899aa", line_alpha=0.6)
+    pts = p.scatter(x="x", y="y", source=points, size=11, fill_color="color", line_color=INK)
     p.scatter(x="x", y="y", source=ties, marker="triangle", angle="angle", size=9,
-              fill_color="black", line_color=None)
+              fill_color=INK, line_color=None)
     p.segment(x0="x0", x1="x1", y0="y0", y1="y1", source=marker, line_color=ERROR_COLOR, line_width=3)
     p.add_layout(LabelSet(x="x0", y="y1", text="label", source=marker, text_color=ERROR_COLOR,
                           text_font_size="12px", y_offset=-16, x_offset=4))
@@ -189,17 +213,19 @@ def gap_figure(gaps: ColumnDataSource, compare_gaps: ColumnDataSource,
                   line_width=2, legend_label="format")
     p.step(x="log2_value", y="log2_gap", source=compare_gaps, mode="after", line_color=DELAYED_COLOR,
            line_width=2, line_dash="dashed", legend_label="compare")
-    p.scatter(x="x", y="y", source=gap_marker, size=10, fill_color=ERROR_COLOR, line_color="black")
+    p.scatter(x="x", y="y", source=gap_marker, size=10, fill_color=ERROR_COLOR, line_color=INK)
     p.add_tools(HoverTool(renderers=[main], tooltips=[("value", "@value"), ("gap", "@gap = 2^@log2_gap")]))
     p.legend.location = "top_left"
     return p
 
 
-def label_legends(fig: Any, labels: list[str]) -> None:
-    """Rename the legend entries of a figure built here, in order (format names follow the view)."""
+def label_legends(fig: Any, labels: list[str | None]) -> None:
+    """Rename the legend entries of a figure built here, in order (format names follow the view);
+    None hides an entry (no compare format)."""
     items = fig.legend[0].items if fig.legend else []
     for item, text in zip(items, labels):
-        item.label = {"value": text}
+        item.visible = text is not None
+        item.label = {"value": text if text is not None else ""}
 
 
 def summary_table(source: ColumnDataSource) -> DataTable:
@@ -208,7 +234,8 @@ def summary_table(source: ColumnDataSource) -> DataTable:
         ("format", "format", 70), ("code", "code", 60), ("bits", "bits", 130),
         ("value", "value", 100), ("exact", "exact", 120), ("cls", "class", 70),
         ("error", "error", 100), ("rel_error", "rel. error", 80))]
-    return DataTable(source=source, columns=cols, height=90, width=760, index_position=None)
+    return refresh_on_data_change(DataTable(source=source, columns=cols, height=90, width=760,
+                                            index_position=None))
 
 
 def code_table_figure(source: ColumnDataSource) -> DataTable:
@@ -216,7 +243,8 @@ def code_table_figure(source: ColumnDataSource) -> DataTable:
     cols = [TableColumn(field=k, title=t, width=w) for k, t, w in (
         ("hex", "code", 60), ("bits", "bits", 90), ("cls", "class", 80), ("value", "value", 100),
         ("exact", "exact", 120), ("gap", "gap to next", 90))]
-    return DataTable(source=source, columns=cols, height=300, width=600, index_position=None)
+    return refresh_on_data_change(DataTable(source=source, columns=cols, height=300, width=600,
+                                            index_position=None))
 
 
 def bins_layout(view: BinView) -> Any:

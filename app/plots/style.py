@@ -6,18 +6,23 @@ texts) is `formats.explain`'s, re-exported for the figure builders."""
 
 from __future__ import annotations
 
+from lowprec.app.theme import INK
 from lowprec.formats.explain import power_of_two_text  # exact texts are computed in formats
 
-__all__ = ["CURRENT_COLOR", "DELAYED_COLOR", "ERROR_COLOR", "EXPONENT_COLOR", "HIGHLIGHT_COLOR",
+__all__ = ["CURRENT_COLOR", "DELAYED_COLOR", "ERROR_COLOR", "EXPONENT_COLOR", "HIGHLIGHT_COLOR", "INK",
            "MANTISSA_COLOR", "SERIES_PALETTE", "SIGN_COLOR", "power_of_two_text"]
 
 SIGN_COLOR = "#d62728"  # red
 EXPONENT_COLOR = "#1f77b4"  # blue
 MANTISSA_COLOR = "#2ca02c"  # green
-DELAYED_COLOR = "#ff7f0e"  # delayed scaling / defect variant
-CURRENT_COLOR = "#8c564b"  # current scaling / reference (brown: not a bit colour)
-HIGHLIGHT_COLOR = "#9467bd"  # a highlighted step or element
-ERROR_COLOR = "#222222"  # the value being cast / an error mark (not the sign red)
-# one colour per series (layers, variants) that avoids the three bit colours
-SERIES_PALETTE = ("#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf",
-                  "#222222", "#aec7e8", "#ffbb78")
+# Series colours: the Okabe–Ito palette (distinguishable under the common colour-vision
+# deficiencies) without its blue, green and vermillion, which would read as bit colours; readable on
+# the light and the dark theme. Black marks use INK, which the dark theme turns light.
+DELAYED_COLOR = "#E69F00"  # delayed scaling / defect variant (orange)
+CURRENT_COLOR = "#CC79A7"  # current scaling / reference (reddish purple)
+HIGHLIGHT_COLOR = "#8C8C8C"  # reference lines, bands, a highlighted step (grey)
+ERROR_COLOR = INK  # the value being cast / an error mark (ink: not the sign red)
+# one colour per series (layers, variants) that avoids the three bit colours; series beyond the
+# fourth also differ by dash or marker where a figure draws many
+SERIES_PALETTE = ("#E69F00", "#CC79A7", INK, "#8C8C8C", "#56B4E9", "#F0E442", "#8C564B",
+                  "#B07AA1", "#FFBE7D", "#5F5F5F")

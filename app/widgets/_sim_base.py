@@ -31,6 +31,7 @@ from panel.io import hold
 from bokeh.models import ColumnDataSource
 
 from lowprec.app import work
+from lowprec.app.plots.captions import caption
 from lowprec.app.params import config_widget, control_widgets, widget_config
 from lowprec.config import APP_BUDGET, check_budget, fields_of
 from lowprec.simulations._cli import Simulation
@@ -67,6 +68,7 @@ class SimulationWidget(pn.viewable.Viewer):
         self._summary = pn.pane.Markdown("", sizing_mode="stretch_width")
         self._busy = work.busy_indicator()
         self._generation = 0  # bumped by every update; a run whose number is older is superseded
+        self._caption = pn.pane.Markdown("", sizing_mode="stretch_width", css_classes=["lp-caption"])
         start = time.perf_counter()
         check_budget(self.config(), APP_BUDGET)  # a lesson directive over the page budget: refused
         result = self._compute()  # defaults must be valid: let a bad constructor argument raise
@@ -98,6 +100,10 @@ class SimulationWidget(pn.viewable.Viewer):
 
     def _summary_text(self, result: Any) -> str:
         return ""
+
+    def _caption_text(self, result: Any) -> str:
+        """What to look at in the figures (`app.plots.captions`, shared with `--html` outputs)."""
+        return caption(type(self).__name__, result)
 
     def _after_update(self, result: Any) -> None:
         """Hook for figure properties that are not source data (ranges, highlighted spans)."""
@@ -193,6 +199,7 @@ class SimulationWidget(pn.viewable.Viewer):
             self._alert.visible = False
             self._after_update(result)
             self._summary.object = self._summary_text(result)
+            self._caption.object = self._caption_text(result)
 
     @property
     def summary(self) -> str:
@@ -201,7 +208,7 @@ class SimulationWidget(pn.viewable.Viewer):
 
     def __panel__(self) -> pn.viewable.Viewable:
         controls = pn.Column(*self._controls(), self._busy, self._alert, width=300)
-        body = pn.Column(self._summary, self._plots, sizing_mode="stretch_width")
+        body = pn.Column(self._summary, self._plots, self._caption, sizing_mode="stretch_width")
         return pn.Row(controls, body, sizing_mode="stretch_width")
 
 

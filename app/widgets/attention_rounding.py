@@ -16,7 +16,7 @@ from typing import Any
 
 from bokeh.models import ColumnDataSource
 
-from lowprec.app.plots.widget_attention import attention_widget_columns, attention_widget_figures
+from lowprec.app.plots.widget_attention import attention_widget_columns, attention_widget_figures, show_rounding
 from lowprec.app.widgets._sim_base import SimulationWidget, simulation_widget
 from lowprec.simulations import attention
 from lowprec.simulations.attention import AttentionResult
@@ -33,6 +33,9 @@ class AttentionRounding(SimulationWidget):
 
     def _build_figures(self, sources: dict[str, ColumnDataSource]) -> Any:
         return attention_widget_figures(sources)
+
+    def _after_update(self, result: AttentionResult) -> None:
+        show_rounding(self._plots, result.config["parameters"]["rounding"] == "stochastic")
 
     def _summary_text(self, result: AttentionResult) -> str:
         s = result.summary()

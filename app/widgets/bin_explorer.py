@@ -22,13 +22,14 @@ from panel.io import hold
 
 from lowprec import formats
 from lowprec.app.plots.bins import (
-    FIELD_COLORS,
     bins_sources,
     code_table_figure,
     gap_figure,
     label_legends,
     number_line_figure,
     summary_table,
+    swatch,
+    toggle_css,
 )
 from lowprec.formats import BinView, explain_value
 from lowprec.app.params import config_widget, widget_config
@@ -47,6 +48,9 @@ def value_text(v: float) -> str:
     if v == 0:
         return "-0" if math.copysign(1.0, v) < 0 else "0"
     return repr(float(v))
+
+
+MAX_BITS = 16  # the widest format the explorer shows (BF16, FP16)
 
 
 def tie_rule_text(rounding: str, format_name: str) -> str:
@@ -80,8 +84,11 @@ class BinExplorer(pn.viewable.Viewer):
         self._alert = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
         self._formula = pn.pane.HTML("", sizing_mode="stretch_width")
         self._note = pn.pane.Markdown("", sizing_mode="stretch_width")
-        self._bits = pn.Row(sizing_mode="stretch_width")
-        self._bit_toggles: list[pn.widgets.Toggle] = []
+        # a fixed pool of toggles (the widest format's bits); a format shows the first `bits` of
+        # them, so a page exported offline can switch formats without creating models
+        self._toggle_pool = [self._make_toggle(i) for i in range(MAX_BITS)]
+        self._n_bits = 0
+        self._bits = pn.Row(*self._toggle_pool, sizing_mode="stretch_width", css_classes=["lp-bits"])
         self._table_note = pn.pane.Markdown("", sizing_mode="stretch_width")
         s = self.sources
         self._number_line = pn.pane.Bokeh(number_line_figure(s["bins"], s["points"], s["ties"],
@@ -90,6 +97,7 @@ class BinExplorer(pn.viewable.Viewer):
         self._summary = pn.pane.Bokeh(summary_table(s["summary"]))
         self._table = pn.pane.Bokeh(code_table_figure(s["table"]))
         self._show(self.view)
+        self._controls_pane = self._make_controls()
         self.param.watch(self._on_change, list(self.controls_order))
 
     # -- computation ------------------------------------------------------------------------------
@@ -132,13 +140,22 @@ class BinExplorer(pn.viewable.Viewer):
         self._show(view, rebuild_bits)
         return True
 
+    @property
+    def _bit_toggles(self) -> list[pn.widgets.Toggle]:
+        """The toggles of the shown format's bits, most significant first."""
+        return self._toggle_pool[:self._n_bits]
+
     def _show(self, view: BinView, rebuild_bits: bool = True) -> None:
         main = view.main
-        if rebuild_bits or len(self._bit_toggles) != len(main.bits):
-            self._build_bit_toggles(main.fields)
         self._updating_bits = True
         try:
-            for t, b in zip(self._bit_toggles, main.bits):
+            if rebuild_bits or self._n_bits != len(main.bits):
+                self._n_bits = len(main.bits)
+                for i, t in enumerate(self._toggle_pool):
+                    t.visible = i < self._n_bits
+                    if i < self._n_bits:
+                        t.stylesheets = [toggle_css(main.fields[i])]
+            for i, (t, b) in enumerate(zip(self._bit_toggles, main.bits)):
                 t.value = b == "1"
                 t.label = b
         finally:
@@ -148,8 +165,7 @@ class BinExplorer(pn.viewable.Viewer):
         if own is not None:
             interval = (f"{'[' if own.lo_closed else '('}{own.lo:.8g}, {own.hi:.8g}"
                         f"{']' if own.hi_closed else ')'}")
-        colours = " ".join(f"<span style='color:{FIELD_COLORS[f]}'>■ {f}</span>"
-                           for f in dict.fromkeys(main.fields))
+        colours = " ".join(swatch(f) for f in dict.fromkeys(main.fields))
         self._formula.object = (
             f"<div><b>{main.format}</b> code <b>{main.hex}</b> ({main.bits}) · {colours}<br>"
             f"{main.formula} = <b>{main.exact}</b>"
@@ -162,7 +178,7 @@ class BinExplorer(pn.viewable.Viewer):
             "</small></div>"
         )
         self._note.object = as_text(view.note)
-        compare_name = view.compare.format if view.compare is not None else "(none)"
+        compare_name = view.compare.format if view.compare is not None else None
         label_legends(self._gap.object, [main.format, compare_name])
         label_legends(self._number_line.object, [compare_name])
         if view.table:
@@ -172,20 +188,10 @@ class BinExplorer(pn.viewable.Viewer):
             self._table_note.object = f"The full code table is listed for formats up to 8 bits; {main.format} has {len(main.bits)}."
             self._table.visible = False
 
-    def _build_bit_toggles(self, fields: tuple[str, ...]) -> None:
-        toggles = []
-        for i, fl in enumerate(fields):
-            colour = FIELD_COLORS[fl]
-            css = (f".bk-btn.bk-btn-default {{ background: #fff !important; color: {colour} !important;"
-                   f" border: 2px solid {colour} !important; font-weight: bold; padding: 2px 0; }}"
-                   f" .bk-btn.bk-btn-default.bk-active {{ background: {colour} !important;"
-                   f" color: #fff !important; }}")
-            t = pn.widgets.Toggle(label="0", value=False, width=26, height=32, margin=(2, 1),
-                                  stylesheets=[css])
-            t.param.watch(lambda event, index=i: self._on_bit(index, event.new), "value")
-            toggles.append(t)
-        self._bit_toggles = toggles
-        self._bits.objects = toggles
+    def _make_toggle(self, index: int) -> pn.widgets.Toggle:
+        t = pn.widgets.Toggle(label="0", value=False, width=28, height=34, margin=(2, 1), visible=False)
+        t.param.watch(lambda event, i=index: self._on_bit(i, event.new), "value")
+        return t
 
     def _on_bit(self, index: int, new: bool) -> None:
         if self._updating_bits:
@@ -208,12 +214,41 @@ class BinExplorer(pn.viewable.Viewer):
 
     # -- layout -----------------------------------------------------------------------------------
     def controls(self) -> pn.viewable.Viewable:
+        """The controls (one pn.Param, built once per widget)."""
+        return self._controls_pane
+
+    def _make_controls(self) -> pn.Param:
         widgets: dict[str, Any] = {name: {"width": 240} for name in self.controls_order}
         widgets["value"] = {"type": pn.widgets.TextInput, "width": 240,
                             "placeholder": "3.3, 1e-3, -0, inf, nan, 0x1.8p3"}
         widgets["decode_scale"] = {"type": pn.widgets.FloatInput, "width": 240}
         return pn.Param(self.param, parameters=list(self.controls_order), widgets=widgets,
                         show_name=False, width=250)
+
+    def control(self, name: str) -> Any:
+        """The Panel widget of parameter `name` (value, format, convention, …)."""
+        return self._controls_pane._widgets[name]
+
+    def offline_controls(self) -> list[Any]:
+        """Controls an exported page keeps live (its bin engine answers them): the value box, the
+        format and convention menus, and the bit toggles."""
+        return [self.control("value"), self.control("format"), self.control("convention"), *self._toggle_pool]
+
+    def panes(self) -> dict[str, Any]:
+        """The panes an exported page's bin engine redraws, by role."""
+        return {"formula": self._formula, "note": self._note, "table_note": self._table_note,
+                "summary": self._summary, "table": self._table, "number_line": self._number_line,
+                "gap": self._gap, "alert": self._alert}
+
+    def compact_view(self) -> pn.viewable.Viewable:
+        """A small explorer for the start page: value and format, the bits, the formula and the
+        number line (the same models as the full view; use one of the two on a page)."""
+        view: Any = pn.Column(
+            pn.Row(self.control("value"), self.control("format"), self.control("convention"),
+                   sizing_mode="stretch_width"),
+            self._alert, self._bits, self._formula, self._number_line, sizing_mode="stretch_width")
+        view._lowprec_widget = self
+        return view
 
     def __panel__(self) -> pn.viewable.Viewable:
         left = pn.Column("### Bin explorer", self.controls(), self._alert, width=290)

@@ -1,0 +1,107 @@
+"""What to look at in each figure: one short caption per widget, shown under its plots and written
+into the `--html` page of the matching `lowprec simulate` run, so both say the same thing.
+
+`caption(name, result=None)` is the caption of widget `name` (a key of the widget registry) for a
+result of its simulation (some captions name the format or the setting drawn). `SIMULATION_WIDGET`
+maps each `lowprec simulate` name to its widget. Words only: every number quoted comes from the
+result.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["SIMULATION_WIDGET", "caption"]
+
+#: `lowprec simulate NAME` → the widget that draws the same result
+SIMULATION_WIDGET = {"spike": "DelayedSpike", "attention": "AttentionRounding", "recompute": "RecomputeDivergence",
+                     "grouping": "ScaleGrouping", "blocks": "BlockFormats"}
+
+
+def _get(result: Any, key: str, default: Any = None) -> Any:
+    config = getattr(result, "config", None)
+    if config is None:
+        return default
+    if isinstance(config, dict):
+        return config.get(key, config.get("parameters", {}).get(key, default))
+    return getattr(config, key, default)
+
+
+def _spike(result: Any) -> str:
+    fmt = _get(result, "format", "the format")
+    return ("**What to look at:** where the orange line (the amax the delayed scale was sized for) sits "
+            "below the black tensor amax, the cast saturates — the middle plot shows the share clipped. "
+            "After the spike a `max` history keeps the scale sized for the spike for `history` steps, so "
+            "small values lose resolution (bottom plot). Step 0 has no history yet: the delayed scaler "
+            f"starts from its initial encode scale 1, sized for an amax of {fmt}'s largest value, which is "
+            "the jump at the first step, not a measurement.")
+
+
+def _attention(result: Any) -> str:
+    rounding = _get(result, "rounding", "")
+    text = ("**What to look at:** top left, each probability P against its rounded P̃ — the staircase is "
+            "the format's grid; top right, the exact change of the output ΔO against the first-order "
+            "estimate ΔP·V + P·ΔV (on the dashed line when the estimate holds). ")
+    if rounding == "stochastic":
+        text += ("Bottom: the Monte-Carlo variance of ΔO against Σ V²·Var(e), and the mean error per output "
+                 "element — trial means inside the grey band (expected ± 3 standard errors) are unbiased, "
+                 "while nearest rounding's error (ink) is a fixed bias.")
+    else:
+        text += ("Nearest rounding is deterministic: every trial gives the same P̃, so there is no variance "
+                 "to draw and the mean error is nearest rounding's own error.")
+    out = getattr(result, "out_exact", None)
+    probs = getattr(result, "probs", None)
+    if out is not None and probs is not None:
+        from .widget_attention import drawn_every
+
+        k_out, k_p = drawn_every(out.size), drawn_every(probs.size)
+        if k_out > 1 or k_p > 1:
+            text += (f" For legibility the scatters draw every {k_p}th of the {probs.size} probabilities and every "
+                     f"{k_out}th of the {out.size} output elements (row-major).")
+    return text
+
+
+def _recompute(result: Any) -> str:
+    return ("**What to look at:** the heatmap compares each checkpointed activation in the forward pass with "
+            "its recomputation in backward — grey cells are bitwise identical, orange cells are identical "
+            "codes read back with the wrong scale, coloured cells differ (brighter = larger difference). "
+            "Below, the state commits per step against the one-per-layer rule, and the gradient norm "
+            "with skipped optimizer steps marked.")
+
+
+def _grouping(result: Any) -> str:
+    return ("**What to look at:** the left map shows the scale each element shares, the right map its "
+            "relative error after the cast; the outlined cell is the outlier. Its group's scale is sized "
+            "for it, so its neighbours land on a coarse grid or flush to zero — compare the granularities "
+            "in the bar chart: the smaller the group, the fewer elements pay for one outlier.")
+
+
+def _blocks(result: Any) -> str:
+    return ("**What to look at:** in one 32-element block, grey bars are the inputs, dots what the block "
+            "recipe decodes under its shared scale, crosses what one per-tensor scale gives; faint lines "
+            "are the values the block can represent. Below, the error of every block: the recipe stays "
+            "flat where per-tensor scaling suffers from blocks far smaller than the tensor's amax.")
+
+
+def _bins(result: Any) -> str:
+    return ("**What to look at:** on the number line each shaded band is a rounding bin — every real "
+            "number in it becomes the code of the dot inside; a triangle at an edge points into the bin "
+            "that owns the tie. The dark line is your value. In the gap plot the distance to the next "
+            "value is flat over the subnormals and doubles at each binade.")
+
+
+def _conventions(result: Any) -> str:
+    return ("**What to look at:** each row is one backend's measured rule for the same input; the cells "
+            "that differ between rows are where a model trained with one backend and served with another "
+            "gets different codes.")
+
+
+_CAPTIONS = {"DelayedSpike": _spike, "AttentionRounding": _attention, "RecomputeDivergence": _recompute,
+             "ScaleGrouping": _grouping, "BlockFormats": _blocks, "BinExplorer": _bins,
+             "Conventions": _conventions}
+
+
+def caption(name: str, result: Any = None) -> str:
+    """The caption (Markdown) of widget `name` for `result` ('' for a widget without one)."""
+    fn = _CAPTIONS.get(name)
+    return fn(result) if fn is not None else ""
