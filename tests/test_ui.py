@@ -158,7 +158,11 @@ LESSONS = _lessons()
 SITE_ROUTES = ["", "widget/BinExplorer", LESSONS[0], "lesson/when-the-scale-is-measured", LESSONS[-1]]
 
 
+@pytest.mark.slow
 def test_every_page_renders_offline(server: str, browser: Any) -> None:
+    """Every served page in the browser: no console error, nothing fetched from outside (about
+    three minutes; the default run checks SITE_ROUTES in test_site_page, and every page is built
+    server-side by tests/test_pages.py)."""
     w = Watched(browser, server)
     for route in _routes():
         w.open(f"{server}/{route}", idle=False)
