@@ -485,6 +485,8 @@ def mx_scale_codes(amax: np.ndarray, elem: FloatFormat, rule: MXRule) -> np.ndar
 def float32_log2_ceil_codes(d: np.ndarray) -> np.ndarray:
     """clamp(ceil(fl32(log2 d)), −127, 127) + 127 for float32 ratios d (uint8; a non-finite d gives
     127, which the caller replaces): torchao rceil's step after the division (MXScale.FLOAT32_LOG2)."""
+    if not isinstance(d, np.ndarray) or d.dtype != np.float32:
+        raise TypeError(f"d must be a float32 numpy array, got {d!r:.80}")
     with np.errstate(divide="ignore", invalid="ignore"):
         log2 = np.log2(d.astype(np.float64)).astype(np.float32)  # torch's float32 log2, rounded
     x = np.clip(np.ceil(np.where(np.isfinite(d), log2, 0)), -E8M0_BIAS, E8M0_BIAS)

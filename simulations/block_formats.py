@@ -176,9 +176,13 @@ def mx_bits_per_element(elem_format: str = "E4M3FN", block_size: int = 32) -> fl
 
 def nvfp4_bits_per_element(n_elements: int | None = None, block_2d: bool = False) -> float:
     """4 + 8/16 = 4.5 (8/256 for 16×16 tiles), plus the FP32 tensor scale over n_elements if given."""
+    if not isinstance(block_2d, (bool, np.bool_)):
+        raise TypeError(f"block_2d must be True or False, got {block_2d!r}")
     per_scale = NVFP4.block_size * NVFP4.block_size if block_2d else NVFP4.block_size
     bits = NVFP4.element.bits + NVFP4.scale.bits / per_scale
     if n_elements is not None:
+        if isinstance(n_elements, bool) or not isinstance(n_elements, (int, np.integer)):
+            raise TypeError(f"n_elements must be a positive integer or None, got {n_elements!r}")
         if n_elements < 1:
             raise ValueError(f"n_elements={n_elements} must be positive")
         assert NVFP4.tensor_scale is not None

@@ -52,6 +52,9 @@ def _cast_policy(fmt: Format, policy: CastPolicy | None) -> CastPolicy:
 
 def tensor_amax(x: np.ndarray) -> float:
     """max |x| (NaN if x holds a NaN); two SIMD reductions, no temporary array."""
+    if not isinstance(x, np.ndarray) or x.dtype.kind not in "fiu":
+        raise TypeError(f"x must be a real numpy array, got {type(x).__name__}"
+                        f"{'' if not isinstance(x, np.ndarray) else ' of dtype ' + str(x.dtype)}")
     if x.size == 0:
         return 0.0
     hi = float(np.max(x))
@@ -179,6 +182,12 @@ def cast_metrics(x: np.ndarray, out: CastOutput, fmt: Format, margin: int,
                  x64: np.ndarray | None = None) -> dict[str, float]:
     """The per-step metrics of one scaled cast (module docstring). `x64` is x as float64, when
     the caller already has it (two scalers share one step's tensor)."""
+    if not isinstance(x, np.ndarray) or x.dtype.kind not in "fiu":
+        raise TypeError(f"x must be a real numpy array, got {x!r:.80}")
+    if not isinstance(out, CastOutput):
+        raise TypeError(f"out must be a CastOutput (a scaler's cast), got {type(out).__name__}")
+    if not isinstance(fmt, (formats.FloatFormat, formats.IntFormat)):
+        raise TypeError(f"fmt must be a Format, got {fmt!r:.80}")
     if x64 is None:
         x64 = x.astype(np.float64)
     s = out.encode_scale

@@ -72,6 +72,25 @@ def _progress(progress: ProgressFn | None, done: int, total: int) -> None:
 # ------------------------------------------------------------------------------------------------
 
 
+def _int_pair(value: Any, name: str, minimum: int, maximum: int) -> tuple[int, int]:
+    """`value` as two ints in [minimum, maximum]; TypeError/ValueError naming `name` otherwise."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, (Sequence, np.ndarray)):
+        raise TypeError(f"{name} must be two integers (a tuple), got {value!r}")
+    items = list(value)
+    if len(items) != 2 or not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in items):
+        raise TypeError(f"{name} must be two integers (a tuple), got {value!r}")
+    pair = (int(items[0]), int(items[1]))
+    if not all(minimum <= v <= maximum for v in pair):
+        raise ValueError(f"{name}={pair} is out of range; allowed: each in [{minimum}, {maximum}]")
+    return pair
+
+
+def _real(value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a real number, got {value!r}")
+    return float(value)
+
+
 @dataclass
 class OutlierEntry:
     """One granularity of the outlier study."""
@@ -161,15 +180,17 @@ def outlier_study(
     outlier's scale against the median of the other groups (which groups lose resolution and by how
     much), the error of all ordinary elements, and the fraction of groups the outlier sizes."""
     f = formats.get_format(fmt)
-    shp = tuple(int(s) for s in shape)
-    if len(shp) != 2 or min(shp) < 1:
-        raise ValueError(f"outlier study needs a 2-D shape of positive sizes, got {shape!r}")
+    shp = _int_pair(shape, "shape", 1, 4096)
+    outlier_value = _real(outlier_value, "outlier_value")
+    if (isinstance(granularities, (str, bytes)) or not isinstance(granularities, Sequence)
+            or not all(isinstance(g, str) for g in granularities)):
+        raise TypeError(f"granularities must be a sequence of granularity names, got {granularities!r}")
     if not math.isfinite(outlier_value):
         raise ValueError(f"outlier_value must be finite, got {outlier_value!r}")
     x = np.random.default_rng(seed).standard_normal(shp).astype(np.float32)
     base = error_report(x, quantize_scaled(x, f, "tensor")).rms_rel_error
-    idx = tuple(int(i) for i in outlier_index)
-    if len(idx) != 2 or not all(0 <= i < s for i, s in zip(idx, shp)):
+    idx = _int_pair(outlier_index, "outlier_index", 0, 4095)
+    if not all(0 <= i < s for i, s in zip(idx, shp)):
         raise ValueError(f"outlier_index {tuple(outlier_index)!r} is outside shape {shp}")
     x[idx] = np.float32(outlier_value)
     per_tensor = error_report(x, quantize_scaled(x, f, "tensor")).rms_rel_error
@@ -323,9 +344,9 @@ def transpose_study(
     power-of-two scales (scale_format='E8M0') a rounded value mostly stays on the new grid, so the
     extra error nearly vanishes although some codes still differ."""
     f = formats.get_format(fmt)
-    shp = tuple(int(s) for s in shape)
-    if len(shp) != 2:
-        raise ValueError(f"transpose study needs a 2-D shape, got {shape!r}")
+    shp = _int_pair(shape, "shape", 1, 4096)
+    if isinstance(block, bool) or not isinstance(block, (int, np.integer)):
+        raise TypeError(f"block must be an integer, got {block!r}")
     x = np.random.default_rng(seed).standard_t(3, size=shp).astype(np.float32)
     rows = quantize_scaled(x, f, Granularity("block", (block,), 1), scale_format=scale_format)
     cols_src = quantize_scaled(x, f, Granularity("block", (block,), 0), scale_format=scale_format)

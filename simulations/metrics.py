@@ -113,6 +113,11 @@ def overflow_threshold(fmt: Format) -> tuple[float, bool]:
 def clips(scaled_magnitude: np.ndarray, fmt: Format) -> np.ndarray:
     """True where a scaled magnitude lies beyond F's rounding bin: the cast saturates (or
     overflows) it instead of rounding it; NaN is never clipped, Inf always is."""
+    if not isinstance(fmt, (formats.FloatFormat, formats.IntFormat)):
+        raise TypeError(f"fmt must be a Format, got {fmt!r:.80}")
+    scaled_magnitude = np.asarray(scaled_magnitude)
+    if scaled_magnitude.dtype.kind not in "fiu":
+        raise TypeError(f"scaled_magnitude must be real numbers, got dtype {scaled_magnitude.dtype}")
     edge, edge_overflows = overflow_threshold(fmt)
     with np.errstate(invalid="ignore"):
         return (scaled_magnitude > edge) | ((scaled_magnitude == edge) if edge_overflows else False)

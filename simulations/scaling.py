@@ -171,6 +171,8 @@ def quantize_scaled(
 
 def clipped_mask(x: Any, st: ScaledTensor) -> np.ndarray:
     """Elements whose scaled magnitude |x · encode_scale| the cast clips (see `clips`)."""
+    if not isinstance(st, ScaledTensor):
+        raise TypeError(f"st must be a ScaledTensor (from quantize_scaled), got {type(st).__name__}")
     g = st.granularity
     xg = g.to_groups(np.asarray(x, dtype=np.float64))
     if st.scale_format is None:
@@ -182,5 +184,7 @@ def clipped_mask(x: Any, st: ScaledTensor) -> np.ndarray:
 
 def error_report(x: Any, st: ScaledTensor) -> ErrorReport:
     """Error metrics of `st.dequantize()` against `x`, grouped as `st` was scaled."""
+    if not isinstance(st, ScaledTensor):
+        raise TypeError(f"st must be a ScaledTensor (from quantize_scaled), got {type(st).__name__}")
     return error_metrics(x, st.dequantize(), clipped_mask(x, st), st.granularity)
 

@@ -21,6 +21,8 @@ SPIKE_KINDS = ("tensor", "element")
 
 def positive_int(name: str, value: Any, minimum: int = 1) -> int:
     """`value` as an int ≥ `minimum`; TypeError for a non-integer, ValueError below the minimum."""
+    if isinstance(minimum, bool) or not isinstance(minimum, (int, np.integer)):
+        raise TypeError(f"minimum must be an integer, got {minimum!r}")
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"{name} must be an integer, got {value!r}")
     if value < minimum:

@@ -111,23 +111,7 @@ FUNCTIONS = _public_functions()
 #: written (issue 16: the shared 2-core machine ran at load ≈ 20, and the first pass covered the
 #: rest); they run in every profile, as non-strict xfails, until a pass shows them clean — then
 #: delete their names here. A function not listed (every new one included) must pass.
-NOT_YET_CLEAN = frozenset({
-    "simulations.attention.run_attention_config", "simulations.attention.summary_lines",
-    "simulations.attention.attention_product_example", "simulations.blocks.sample_tensor",
-    "simulations.delayed.block_metrics", "simulations.delayed.cast_metrics", "simulations.delayed.scale_from_amax",
-    "simulations.delayed.tensor_amax", "simulations.granularity.group_amax",
-    "simulations.granularity.parse_granularity", "simulations.grouping.outlier_study",
-    "simulations.grouping.scale_choice_study", "simulations.grouping.simulate_grouping",
-    "simulations.hadamard.apply_blockwise", "simulations.hadamard.hadamard_study",
-    "simulations.hadamard.summary_lines", "simulations.metrics.clips", "simulations.metrics.element_rel_error",
-    "simulations.metrics.error_metrics", "simulations.mx.mx_scale_rule_table", "simulations.mx.quantize_mx",
-    "simulations.nvfp4.nvfp4_tensor_scale", "simulations.nvfp4.quantize_nvfp4", "simulations.scales.check_margin",
-    "simulations.scales.amax_array", "simulations.scales.decode_scale", "simulations.scales.encode_scale",
-    "simulations.scales.usable_amax", "simulations.scaling.clipped_mask",
-    "simulations.scaling.default_element_policy", "simulations.scaling.error_report",
-    "simulations.scaling.quantize_scaled", "simulations.spike.simulate_spike", "simulations.spike.simulate_stream",
-    "simulations.streams.positive_int",
-})
+NOT_YET_CLEAN: frozenset[str] = frozenset()
 
 
 def _cases() -> list[Any]:

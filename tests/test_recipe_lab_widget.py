@@ -117,6 +117,6 @@ def test_plain_escapes_markup() -> None:
 
 def test_page_builds() -> None:
     page = pages.widget_page("RecipeLab", sync=False)
-    text = "\n".join(str(m.object) for m in page.select(pn.pane.Markdown))
+    text = "\n".join(str(m.object) for m in page.render()[0].select(pn.pane.Markdown))
     assert "Upload a file of at most 200 MB" in text and "Recipe lab" in text
     assert "widget/RecipeLab" in pages.routes()
