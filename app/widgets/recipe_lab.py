@@ -222,10 +222,13 @@ class RecipeLab(pn.viewable.Viewer):
             f"{d.tile[0]}×{d.tile[1]} tile.")
 
     def __panel__(self) -> pn.viewable.Viewable:
-        controls = pn.Param(self.param, parameters=["sample", "recipes", "recipe"], show_name=False, width=720,
-                            default_layout=pn.Row)
+        # FlexBoxes, not Rows: at phone width the controls and the two plots wrap instead of
+        # pushing the page sideways
+        controls = pn.Param(self.param, parameters=["sample", "recipes", "recipe"], show_name=False,
+                            default_layout=pn.FlexBox)
         return pn.Column(
             "### Recipe lab", self._limit_note, self._dropper, pn.pane.Markdown(SAMPLES_DOC),
-            pn.Row(controls, self._tensor_select, self._use_sample), self._alert, self._summary, self._table,
-            self._scatter, self._detail_note, pn.Row(self._hist, self._map, sizing_mode="stretch_width"),
+            pn.FlexBox(controls, self._tensor_select, self._use_sample, sizing_mode="stretch_width"),
+            self._alert, self._summary, self._table,
+            self._scatter, self._detail_note, pn.FlexBox(self._hist, self._map, sizing_mode="stretch_width"),
             sizing_mode="stretch_width")
