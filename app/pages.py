@@ -242,7 +242,7 @@ def lesson_body(lesson: Lesson) -> tuple[list[pn.viewable.Viewable], list[Placed
     lock: str | None = None  # the prediction whose answer unlocks the next widget
     for block in blocks:
         if isinstance(block, MarkdownBlock):
-            objects.append(pn.pane.Markdown(block.text, sizing_mode="stretch_width"))
+            objects.append(pn.pane.Markdown(block.text, sizing_mode="stretch_width", plugins=[heading_ids]))
         elif isinstance(block, WidgetDirective):
             counts[block.name] = counts.get(block.name, 0) + 1
             k = counts[block.name]
@@ -314,6 +314,26 @@ def chrome(route: str, title: str, suffix: str = "", crumbs: list[tuple[str, str
                          widgets=[(n, e.title) for n, e in WIDGETS.items()], suffix=suffix,
                          has_glossary=has_glossary(), crumbs=crumbs or [],
                          mode="export" if suffix else mode)
+
+
+#: a heading's explicit anchor, `### Decode scale {#decode-scale}` (the glossary's terms)
+_HEADING_ID = re.compile(r"\s*\{#([A-Za-z][A-Za-z0-9_-]*)\}\s*$")
+
+
+def heading_ids(md: Any) -> None:
+    """markdown-it plugin: a heading ending in `{#id}` gets that id (and loses the marker), so
+    `glossary#term` links have a target (Panel's parser has no attribute syntax)."""
+
+    def rule(state: Any) -> None:
+        tokens = state.tokens
+        for opening, inline in zip(tokens, tokens[1:]):
+            if opening.type == "heading_open" and inline.type == "inline":
+                match = _HEADING_ID.search(inline.content)
+                if match:
+                    opening.attrSet("id", match.group(1))
+                    inline.content = inline.content[:match.start()]
+
+    md.core.ruler.before("inline", "lowprec_heading_ids", rule)
 
 
 def has_glossary() -> bool:
