@@ -11,9 +11,7 @@ good view stays.
 
 from __future__ import annotations
 
-import html
 import math
-import re
 from typing import Any
 
 import panel as pn
@@ -22,6 +20,7 @@ from bokeh.models import ColumnDataSource
 from panel.io import hold
 
 from lowprec.app.params import config_widget, widget_config
+from lowprec.app.text import as_text
 from lowprec.app.plots.lab import (
     colored,
     detail_sources,
@@ -46,15 +45,6 @@ from lowprec.simulations.lab.workbench import (
 )
 
 __all__ = ["RecipeLab", "plain"]
-
-_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~>])")
-
-
-def plain(text: str) -> str:
-    """User text for a Markdown pane: HTML-escaped, Markdown punctuation backslash-escaped, so it
-    shows literally and can never become markup."""
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", html.escape(str(text), quote=True))
-
 
 def _number(v: Any, fmt: str) -> str:
     if v is None:
@@ -166,7 +156,7 @@ class RecipeLab(pn.viewable.Viewer):
 
     def _fail(self, exc: BaseException) -> bool:
         self.error = f"Invalid input: {exc}"
-        self._alert.object = plain(self.error)
+        self._alert.object = as_text(self.error)
         self._alert.visible = True
         return False
 
@@ -185,18 +175,18 @@ class RecipeLab(pn.viewable.Viewer):
             self._tensor_select.value = view.tensor
         self._use_sample.visible = self.upload is not None
         facts = describe(view)
-        lines = [f"**{plain(facts['input'])}**: {facts['tensors']} tensor(s) × {facts['recipes']} recipe(s), "
+        lines = [f"**{as_text(facts['input'])}**: {facts['tensors']} tensor(s) × {facts['recipes']} recipe(s), "
                  f"{facts['skipped']} skipped."]
         for s in view.report.skipped:
-            lines.append(f"- skipped {plain(s.name or s.path)}: {plain(s.reason)}")
+            lines.append(f"- skipped {as_text(s.name or s.path)}: {as_text(s.reason)}")
         if facts["best"] is not None:
-            lines.append(f"Lowest error over every tensor: **{plain(facts['best'])}** (RMS relative error "
+            lines.append(f"Lowest error over every tensor: **{as_text(facts['best'])}** (RMS relative error "
                          f"{_number(facts['best_rms_rel_err'], '.3e')} at {_number(facts['best_bits'], '.3g')} "
                          "bits per element). Click a column header to sort the table.")
         self._summary.object = "\n".join(lines)
         d = view.detail
         if d is None:
-            self._detail_note.object = plain(view.note)
+            self._detail_note.object = as_text(view.note)
             self._flush_box.right, self._clip_box.left = 0.0, 0.0
             self._flush_box.visible = self._clip_box.visible = False
             return
@@ -205,14 +195,14 @@ class RecipeLab(pn.viewable.Viewer):
         st = view.detail_report.stats
         channels = ("" if st.channels is None else
                     f", {st.outlier_channels} outlier channel(s) of {st.channels} (RMS above 6 × the median)")
-        stats_line = (f"Tensor **{plain(view.tensor)}**: amax {_number(st.amax, '.4g')}, RMS {_number(st.rms, '.4g')}, "
+        stats_line = (f"Tensor **{as_text(view.tensor)}**: amax {_number(st.amax, '.4g')}, RMS {_number(st.rms, '.4g')}, "
                       f"excess kurtosis {_number(st.kurtosis, '.3g')}{channels}.\n\n")
         lo = d.bin_lo[0] if d.bin_lo else -1.0
         self._flush_box.right = d.flush_log2 if math.isfinite(d.flush_log2) else lo
         self._clip_box.left = d.clip_log2
         self._flush_box.visible = self._clip_box.visible = True
         self._detail_note.object = stats_line + (
-            f"**{plain(view.tensor)}** under **{plain(d.recipe)}** ({plain(d.element)} elements): RMS relative "
+            f"**{as_text(view.tensor)}** under **{as_text(d.recipe)}** ({as_text(d.element)} elements): RMS relative "
             f"error {_number(r.rms_rel_err, '.3e')}, SQNR {_number(r.sqnr_db, '.2f')} dB, "
             f"{_number((r.clipped_frac or 0) * 100, '.3f')}% clipped, "
             f"{_number((r.zero_frac or 0) * 100, '.3f')}% flushed to zero. In the histogram, magnitudes as the "
