@@ -34,7 +34,7 @@ import param
 from panel.theme.native import Native, NativeDefaultTheme
 
 from lowprec.app.exercises import LessonComponent, LockRegion
-from lowprec.app.theme import CSS_VARIABLES, theme_table
+from lowprec.app.theme import CSS_VARIABLES, theme_table, wrap_row
 
 __all__ = ["NavLesson", "PROSE_MAX", "STATIC_DIR", "STATIC_ROUTE", "Chrome", "frame", "href",
            "static_files", "template"]
@@ -375,16 +375,9 @@ def finish(root: Any) -> None:
         pane.sizing_mode = "stretch_width"
 
 
-#: figures of a grid or row: side by side while they fit, one under the other at phone width
-FLEX_CSS = """
-:host { max-width: 100%; min-width: 0 !important; }
-div { flex: 1 1 340px; min-width: 0; }
-"""
-
-
 def _panelize(model: Any) -> Any:
-    """A Bokeh layout of figures as Panel layouts that wrap: rows and grids become FlexBoxes,
-    columns Columns; each figure gets its own pane (the same models: the widget keeps updating them)."""
+    """A Bokeh layout of figures as Panel layouts that wrap: rows and grids become wrapping rows
+    (`theme.wrap_row`), columns Columns; each figure gets its own pane (the same models: the widget keeps updating them)."""
     from bokeh.models import Column as BkColumn
     from bokeh.models import GridPlot
     from bokeh.models import Row as BkRow
@@ -394,10 +387,9 @@ def _panelize(model: Any) -> Any:
         for fig in figures:
             if getattr(fig, "toolbar_location", "x") is None:
                 fig.toolbar_location = "right"
-        return pn.FlexBox(*[_panelize(f) for f in figures], sizing_mode="stretch_width", stylesheets=[FLEX_CSS])
+        return wrap_row(*[_panelize(f) for f in figures])
     if isinstance(model, BkRow):
-        return pn.FlexBox(*[_panelize(c) for c in model.children], sizing_mode="stretch_width",
-                          stylesheets=[FLEX_CSS])
+        return wrap_row(*[_panelize(c) for c in model.children])
     if isinstance(model, BkColumn):
         return pn.Column(*[_panelize(c) for c in model.children], sizing_mode="stretch_width",
                          stylesheets=[COLUMN_CSS], margin=0)

@@ -308,3 +308,26 @@ def style_bokeh(model: Any) -> Any:
         elif isinstance(m, LayoutDOM) and type(m).__name__ in ("Column", "Row"):
             m.sizing_mode = "stretch_width"
     return model
+
+
+#: a row whose items sit side by side while each gets at least 340 px and wrap under each other
+#: below that (phone widths); the items share the width
+WRAP_ROW_CSS = """
+:host { flex-wrap: wrap; max-width: 100%; min-width: 0 !important; }
+:host > div, :host > * { flex: 1 1 340px !important; min-width: 0 !important; }
+"""
+
+
+def wrap_row(*objects: Any, **params: Any) -> Any:
+    """A `pn.Row` of `objects` that wraps at narrow widths (`WRAP_ROW_CSS`).
+
+    Not `pn.FlexBox`: Panel renders a FlexBox as a ReactiveHTML model, and Bokeh figures placed in
+    one never report "finished" (their canvas panels stay pending), so the browser never sends
+    `document_ready`; Panel then treats the session as not yet connected and drops every model
+    change made under `hold()` (a widget's new plot data), expecting a full document sync that
+    never comes."""
+    import panel as pn
+
+    params.setdefault("sizing_mode", "stretch_width")
+    params["stylesheets"] = list(params.get("stylesheets", [])) + [WRAP_ROW_CSS]
+    return pn.Row(*objects, **params)

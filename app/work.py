@@ -6,7 +6,8 @@ widget hands its run to `submit(doc, compute, finish)`: `compute()` runs on a po
 (`POOL_SIZE` of them, one per core this process may use; the threads run at a lower OS priority
 where the platform allows, so the event loop — page loads and light widgets — gets the CPU first;
 the codec's compiled kernels release the GIL), and `finish(Outcome)` runs back on the event loop
-with the document locked, where Bokeh models may change. `Superseded` is what a run raises to stop
+with the document locked, where Bokeh models may change — once the page has loaded in the browser
+(before that Panel drops held model changes, so an early result waits for `pn.state.onload`). `Superseded` is what a run raises to stop
 early when a newer request of the same widget exists. `served_document()` says whether there is an
 event loop to keep free at all (None outside a served session: tests and notebooks run inline).
 """
@@ -80,9 +81,19 @@ def submit(doc: Any, compute: Callable[[], Any], finish: Callable[[Outcome], Non
     (skipped when `compute` raised `Superseded`)."""
     from panel.io.state import set_curdoc
 
-    def on_loop(outcome: Outcome) -> None:
+    def apply(outcome: Outcome) -> None:
         with set_curdoc(doc), pn.io.hold():
             finish(outcome)
+
+    def on_loop(outcome: Outcome) -> None:
+        # Until the browser reports the page rendered (document_ready), Panel treats the session as
+        # not connected and drops model changes made under hold(); a result that arrives then (a
+        # URL parameter's run finishing while the page still renders) waits for the page to load.
+        with set_curdoc(doc):
+            if pn.state.loaded:
+                apply(outcome)
+            else:
+                pn.state.onload(lambda: apply(outcome))
 
     def done(future: Future[Any]) -> None:
         error = future.exception()

@@ -43,6 +43,22 @@ def test_every_lesson_renders_with_its_widgets(lesson) -> None:  # type: ignore[
     root, _ = pages.lesson_page(lesson, sync=False).render()
     problems = [a for a in _alerts(root) if "not available" in a or a.startswith("Invalid")]
     assert problems == []
+    assert _reactive_html(root) == []
+
+
+def _reactive_html(root: Any) -> list[str]:
+    """ReactiveHTML layouts (pn.FlexBox) in a page: Bokeh figures inside one never finish rendering,
+    the browser never sends document_ready, and Panel then drops every held plot update (the
+    recompute lab's variant control did not replot). `theme.wrap_row` is the layout to use."""
+    from panel.reactive import ReactiveHTML
+
+    return [type(o).__name__ for o in root.select(ReactiveHTML)]
+
+
+@pytest.mark.parametrize("name", list(pages.WIDGETS))
+def test_widget_pages_hold_no_reactive_html_layouts(name: str) -> None:
+    root, _ = pages.widget_page(name, sync=False).render()
+    assert _reactive_html(root) == []
 
 
 def test_repeated_widget_gets_numbered_url_prefix() -> None:

@@ -17,10 +17,6 @@ from tests.test_ui import Watched, browser, server, wait_until  # noqa: F401  (f
 pytestmark = pytest.mark.ui
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "known bug since the site frame and off-loop updates merged (2026-11-30): after a variant change the "
-    "server computes and writes the new columns, the verdict text reaches the page, but the chart data "
-    "and the URL patch do not (inline updates fail the same way); open in the closing note of issues 13/16"))
 def test_recompute_variant_control_replots_and_url_follows(server: str, browser: Any) -> None:  # noqa: F811
     from lowprec.simulations.recompute import run_recompute
 

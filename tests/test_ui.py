@@ -102,13 +102,39 @@ class Watched(WatchedPage):
         super().__init__(browser, allow, timeout_ms=90_000)
 
     def open(self, url: str, idle: bool = True) -> None:
-        """Go to `url` and wait until Bokeh has rendered its views (and the network is idle)."""
+        """Go to `url` and wait until Bokeh has rendered its views (and the network is idle), and
+        until every view has finished rendering (`document.is_idle`: the browser then sends
+        `document_ready`, without which Panel drops the plot updates a widget makes under hold())."""
         self.page.goto(url)
         self.page.wait_for_function(
             "() => window.Bokeh !== undefined && Bokeh.documents.length > 0"
             " && Bokeh.index !== undefined && Object.keys(Bokeh.index).length > 0", timeout=60000)
         if idle:
             self.page.wait_for_load_state("networkidle", timeout=60000)
+            self.wait_document_ready()
+
+    def wait_document_ready(self, timeout_ms: int = 60000) -> None:
+        try:
+            self.page.wait_for_function("() => Bokeh.documents.every((d) => d.is_idle)", timeout=timeout_ms)
+        except playwright_api.TimeoutError:
+            raise AssertionError(f"{self.page.url}: Bokeh views never all finished rendering (no document_ready, "
+                                 f"so the server drops held updates): {self.unfinished_views()}") from None
+
+    def unfinished_views(self) -> list[str]:
+        """Type and id of each Bokeh view (outermost first) that has not finished rendering."""
+        return list(self.page.evaluate("""() => {
+            const out = [];
+            const walk = (v) => {
+                let kids = [];
+                try { kids = [...v.children()]; } catch (e) {}
+                const mine = typeof v.has_finished === 'function' && !v.has_finished()
+                    && v.model.type !== undefined && !/Tool|CDSView|CanvasPanel/.test(v.model.type);
+                if (mine) out.push(`${v.model.type} ${v.model.id}`);
+                kids.forEach(walk);
+            };
+            for (const v of Bokeh.index) walk(v);
+            return out.slice(0, 20);
+        }"""))
 
     def check_clean(self) -> None:
         assert self.outside == [], f"requests to other hosts: {self.outside}"

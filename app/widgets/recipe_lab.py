@@ -21,6 +21,7 @@ from panel.io import hold
 
 from lowprec.app.params import config_widget, widget_config
 from lowprec.app.text import as_text
+from lowprec.app.theme import wrap_row
 from lowprec.app.plots.lab import (
     colored,
     detail_sources,
@@ -212,13 +213,13 @@ class RecipeLab(pn.viewable.Viewer):
             f"{d.tile[0]}×{d.tile[1]} tile.")
 
     def __panel__(self) -> pn.viewable.Viewable:
-        # FlexBoxes, not Rows: at phone width the controls and the two plots wrap instead of
-        # pushing the page sideways
+        # wrapping rows (not FlexBoxes, see theme.wrap_row): at phone width the controls and the
+        # two plots wrap instead of pushing the page sideways
         controls = pn.Param(self.param, parameters=["sample", "recipes", "recipe"], show_name=False,
-                            default_layout=pn.FlexBox)
+                            default_layout=pn.Row)  # rows in a page wrap (layout.ROW_WRAP_CSS)
         return pn.Column(
             "### Recipe lab", self._limit_note, self._dropper, pn.pane.Markdown(SAMPLES_DOC),
-            pn.FlexBox(controls, self._tensor_select, self._use_sample, sizing_mode="stretch_width"),
+            wrap_row(controls, self._tensor_select, self._use_sample),
             self._alert, self._summary, self._table,
-            self._scatter, self._detail_note, pn.FlexBox(self._hist, self._map, sizing_mode="stretch_width"),
+            self._scatter, self._detail_note, wrap_row(self._hist, self._map),
             sizing_mode="stretch_width")
