@@ -25,6 +25,7 @@ BENCHMARKS: dict[str, str] = {
     "gpu": "lowprec.benchmarks.gpu",
     "app": "lowprec.app.bench",
     "isolation": "lowprec.app.bench_isolation",
+    "budgets": "lowprec.benchmarks.budgets",
 }
 
 
