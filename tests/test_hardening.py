@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import panel as pn
 import pytest
 
 from lowprec import formats
@@ -360,9 +361,10 @@ def test_check_output_path_accepts_stdout_and_a_new_file(tmp_path: Path) -> None
 # ------------------------------------------------------------------------------------------------
 
 
-def _fake_document() -> Any:
+def _fake_document(loaded: bool = True) -> Any:
     """A Bokeh document that says it is served (`session_context`) and whose thread-safe
-    `add_next_tick_callback` queues the callback for `drain()` on the test's thread (the loop)."""
+    `add_next_tick_callback` queues the callback for `drain()` on the test's thread (the loop);
+    `loaded`: the browser has already reported the page rendered (Panel's document_ready)."""
     from bokeh.document import Document
 
     class FakeDocument(Document):
@@ -389,7 +391,25 @@ def _fake_document() -> Any:
                 time.sleep(0.01)
             raise AssertionError("the off-loop run did not finish")
 
-    return FakeDocument()
+    doc = FakeDocument()
+    if loaded:
+        pn.state._on_load(doc)  # what Panel does on the browser's document_ready event
+    return doc
+
+
+def test_a_result_that_arrives_before_the_page_loaded_waits_for_it() -> None:
+    """Panel drops model changes made under hold() until the browser reports the page rendered,
+    so a run that finishes earlier (a URL parameter's) is applied at load, not lost."""
+    from lowprec.app import work
+
+    doc = _fake_document(loaded=False)
+    finished: list[Any] = []
+    work.submit(doc, lambda: 42, finished.append)
+    with pytest.raises(AssertionError, match="did not finish"):
+        doc.drain(timeout=1.0, until=lambda: bool(finished))
+    assert finished == []  # computed, but held back: the page has not loaded
+    pn.state._on_load(doc)
+    assert [o.value for o in finished] == [42]
 
 
 def test_served_update_runs_off_the_loop_shows_busy_and_superseded_runs_are_dropped(monkeypatch: Any) -> None:
