@@ -314,6 +314,20 @@ def test_recompute_fixed_is_bitwise_identical_one_commit_per_layer() -> None:
     assert w._expected_commits.location == 4
 
 
+def test_recompute_cells_name_an_unpaired_consumer_descale() -> None:
+    """consume-after-advance with checkpointing: every recompute is bitwise identical, yet the
+    consumer read a descale that is not 1 / the codes' encode scale; those cells say so. Pairing is
+    computed here from the scales (the formula), not read from the result's flag."""
+    w = RecomputeDivergence(variant="consume-after-advance", checkpointing=True)
+    r = w.result
+    paired = r.consumer_decode_scale_forward == np.float32(1.0) / r.encode_scale_forward.astype(np.float32)
+    cells = columns(w, "cells")
+    want = ["bitwise identical" if paired[t, layer] else "identical, consumer descale unpaired"
+            for t, layer in zip(cells["step"], cells["layer"])]
+    assert cells["status"] == want
+    assert not paired[0, 0] and paired.sum() > 0  # both kinds of cell are present
+
+
 @pytest.mark.parametrize(
     "param_name, value, sim_kwargs",
     [("variant", "recompute-mutates", {"variant": "recompute-mutates"}),

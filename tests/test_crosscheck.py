@@ -69,6 +69,19 @@ def test_encode_scale_is_one_float32_multiply() -> None:
     np.testing.assert_array_equal(codes, want)
 
 
+def test_encode_scale_multiplies_in_float32_at_fp16_ties() -> None:
+    """fp32(x · encode_scale), not x divided by the decode scale: inputs whose product lands within
+    a float32 step of an FP16 tie, where the two roundings of the product give different FP16
+    codes. Oracle: numpy's float32 multiply and float16 cast."""
+    s = float(np.float32(448 / 300))
+    fp16 = np.arange(0x3C00, 0x5800, dtype=np.uint16).view(np.float16).astype(np.float64)
+    x0 = ((fp16[:-1] + fp16[1:]) / 2 / s).astype(np.float32)  # ties of [1, 128) over the scale
+    x = np.concatenate([x0, np.nextafter(x0, np.float32(np.inf)), np.nextafter(x0, np.float32(-np.inf))])
+    codes, _ = get_backend("ml_dtypes").encode(x, "FP16", encode_scale=s)
+    want = (x * np.float32(s)).astype(np.float16).view(np.uint16)
+    np.testing.assert_array_equal(codes, want)
+
+
 class _LyingBackend(Backend):
     """torch's casts, claiming ml_dtypes' convention: must be caught."""
 

@@ -262,6 +262,9 @@ def test_gemm_error_bound_formula() -> None:
     g1 = (bk - 1) * u / (1 - (bk - 1) * u)
     g2 = 3 * u / (1 - 3 * u)
     assert got == pytest.approx((1 + g1) * (1 + g2) - 1 + k * 2.0**-53, rel=1e-12)
+    # K = 80 in chunks of 64: two chunk sums (the last one partial), so γ(2 + 2, u) for the FP32 part
+    partial = gemm_error_bound(np.array([1.0]), 80, block_k=64)[0]
+    assert partial == pytest.approx((1 + g1) * (1 + 4 * u / (1 - 4 * u)) - 1 + 80 * 2.0**-53, rel=1e-12)
     coarse = gemm_error_bound(np.array([1.0]), 4096, block_k=128, acc_bits=13)[0]
     assert 127 * 2.0**-13 < coarse < 0.02
 

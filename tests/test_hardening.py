@@ -26,7 +26,11 @@ from lowprec.simulations._io import check_output_path
 # ------------------------------------------------------------------------------------------------
 
 PAYLOADS = ["<img src=x onerror=alert(1)>", "<script>alert(1)</script>", "\"><svg onload=alert(1)>",
-            "[x](javascript:alert(1))", "<b class=x>bold</b>", "**bold** _i_ $x$ `c` &lt; &amp;"]
+            "[x](javascript:alert(1))", "<b class=x>bold</b>", "**bold** _i_ $x$ `c` &lt; &amp;",
+            # Markdown that needs no <, [ or *: a heading, a list, a backslash that would escape
+            # the escape of the * after it, a table row, strike-through
+            "# not a heading", "- not a list", "1. not a list either", "\\*not emphasis\\*",
+            "| a | b |", "~~not struck~~"]
 
 
 def _rendered(markdown: str) -> str:
@@ -58,6 +62,22 @@ def test_as_text_clips_long_text() -> None:
 
     out = as_text("1" * 20_000)
     assert "20000 characters" in out and len(out) < MAX_SHOWN + 60
+
+
+def test_as_text_clips_the_text_not_its_escapes() -> None:
+    """The limit counts the user's characters: MAX_SHOWN of them are shown, whatever they are, and
+    the count is the length of what was typed; text of exactly MAX_SHOWN characters is not clipped."""
+    import html
+    import re
+
+    from lowprec.app.text import MAX_SHOWN, as_text
+
+    for text in ("<" * 1000, "a" * (MAX_SHOWN - 1) + "<&" * 10):
+        inner = re.fullmatch(r"<p>(.*)</p>\s*", _rendered(as_text(text)), re.S)
+        assert inner is not None
+        assert html.unescape(inner.group(1)) == f"{text[:MAX_SHOWN]}… ({len(text)} characters)"
+    exact = "$" * MAX_SHOWN
+    assert html.unescape(_rendered(as_text(exact))) == f"<p>{exact}</p>\n"
 
 
 @pytest.mark.parametrize("payload", PAYLOADS[:3])

@@ -164,6 +164,13 @@ def test_number_responses(tol: tuple[str, float], response: str, ok: bool) -> No
     assert check_response(_answer("number", 448.0, tolerance=tol), response) is ok
 
 
+@pytest.mark.parametrize("response, ok", [("-452", True), ("-444", True), ("-453", False), ("-443", False),
+                                          ("452", False), ("448", False)])
+def test_relative_tolerance_of_a_negative_answer(response: str, ok: bool) -> None:
+    # the rule |response - answer| <= 1 % of |answer| = 4.48 around -448
+    assert check_response(_answer("number", -448.0, tolerance=("rel", 0.01)), response) is ok
+
+
 def test_nan_answer_takes_nan() -> None:
     assert check_response(_answer("number", float("nan")), "nan")
     assert not check_response(_answer("number", float("nan")), "0")

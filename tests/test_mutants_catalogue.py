@@ -19,7 +19,7 @@ TESTS = sorted((ROOT / "tests").glob("*.py"))
 def test_catalogue_size_and_unique_names() -> None:
     assert len(MUTANTS) >= 40
     assert len({m.name for m in MUTANTS}) == len(MUTANTS)
-    assert all(m.path.startswith(("formats/", "simulations/", "gpu/")) for m in MUTANTS)
+    assert all(m.path.startswith(("formats/", "simulations/", "gpu/", "app/")) for m in MUTANTS)
 
 
 @pytest.mark.parametrize("m", MUTANTS, ids=lambda m: m.name)

@@ -123,6 +123,23 @@ def test_non_oracle_reports_never_fail_on_mismatches() -> None:
     assert crosscheck.replay_problems(report) == []
 
 
+def test_schema_bounds_mismatches_by_tried_inclusive() -> None:
+    """A check in which every value mismatched is a valid (failing) report; one mismatch more than
+    the values tried is not."""
+    report = copy.deepcopy(_load(crosscheck.REPORT_DIR / "ml_dtypes.json"))
+    check = report["checks"][0]
+
+    def set_mismatches(n: int) -> None:
+        check["mismatches"] = n
+        report["total_mismatches"] = report["mismatches"] = sum(c["mismatches"] for c in report["checks"])
+
+    set_mismatches(check["tried"])
+    crosscheck.validate_report(report)
+    set_mismatches(check["tried"] + 1)
+    with pytest.raises(ValueError, match=f"mismatches={check['tried'] + 1} does not fit"):
+        crosscheck.validate_report(report)
+
+
 @pytest.mark.parametrize("mutation, message", [
     (lambda r: r.pop("versions"), "versions"),
     (lambda r: r["versions"].pop("ml_dtypes"), "versions lack 'ml_dtypes'"),

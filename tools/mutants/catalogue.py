@@ -1,4 +1,4 @@
-"""The mutant catalogue: realistic bugs, one small edit each, in formats/ and simulations/.
+"""The mutant catalogue: realistic bugs, one small edit each, in formats/, simulations/, gpu/ and app/.
 
 Each entry names the exact snippet it changes (which must occur once in its file: a test in the
 default suite, tests/test_mutants_catalogue.py, checks that, so a refactor that moves a snippet
@@ -27,6 +27,7 @@ MX = ("tests/test_block_gaps.py", "tests/test_blocks.py")
 BC = ("tests/test_block_conventions.py", "tests/test_torchao_blocks.py", "tests/test_te_reference.py")
 DELAYED = ("tests/test_scaling_gaps.py", "tests/test_delayed.py")
 SCALING = ("tests/test_scaling_gaps.py", "tests/test_scaling.py")
+CROSSCHECK = ("tests/test_crosscheck.py",)
 
 
 def _codec(name: str, original: str, replacement: str, description: str, tests: tuple[str, ...] = CODEC,
@@ -265,6 +266,95 @@ _CATALOGUE: tuple[Mutant, ...] = (
            "mags[mags > uint(inf_bits(blocks.dtype))] = 0",
            "mags[mags >= uint(inf_bits(blocks.dtype))] = 0",
            "fmaxf-style amax also drops Inf (an Inf block is treated as finite)", BC),
+    # ---- gpu/: the parts that run without a GPU (backends, vectors, evidence, reports, GEMM bound) ---
+    Mutant("gpu-encode-scale-divide", "gpu/backends.py",
+           "(x32 * np.float32(encode_scale)).astype(np.float32)",
+           "(x32 / np.float32(1.0 / encode_scale)).astype(np.float32)",
+           "scaled cast divides by the (rounded) decode scale instead of one float32 multiply by "
+           "the encode scale", CROSSCHECK, "encode_scale"),
+    Mutant("gpu-vectors-neighbours-one-side", "gpu/vectors.py",
+           "np.nextafter(v, np.float32(np.inf))])",
+           "np.nextafter(v, np.float32(-np.inf))])",
+           "cross-check vectors bracket each value and midpoint from below only (copy-paste of the "
+           "nextafter direction)", CROSSCHECK, "structured_vectors or random_vectors"),
+    Mutant("gpu-bf16-step", "gpu/vectors.py",
+           "bf16_step = np.uint32(1 << 16)",
+           "bf16_step = np.uint32(1 << 15)",
+           "one BF16 step taken as 2^15 in float32 bits (mantissa width off by one): the BF16 "
+           "vectors are no longer BF16 values", CROSSCHECK, "structured_vectors or random_vectors"),
+    Mutant("gpu-pack-interleaved", "gpu/evidence.py",
+           ".reshape(-1, width).T.copy().tobytes()",
+           ".reshape(-1, width).copy().tobytes()",
+           "pack_codes writes interleaved bytes while unpack_codes reads byte planes",
+           CROSSCHECK + ("tests/test_reports.py",), "pack or replay"),
+    Mutant("gpu-gemm-chunks-floor", "gpu/gemm_reference.py",
+           "chunks = math.ceil(k / block_k)",
+           "chunks = k // block_k",
+           "GEMM error bound counts whole K-chunks only (a partial last chunk adds no FP32 addition)",
+           ("tests/test_gpu_kernels.py",), "bound_formula"),
+    Mutant("gpu-ok-ignores-amax", "gpu/crosscheck.py",
+           '"ok": (disagree == 0 and amax_bad == 0) or not backend.oracle,',
+           '"ok": disagree == 0 or not backend.oracle,',
+           "a report is ok when the codes agree even if the kernel's amax is wrong", CROSSCHECK, "amax"),
+    Mutant("gpu-schema-all-mismatch", "gpu/report_schema.py",
+           'or check["mismatches"] > check["tried"]:',
+           'or check["mismatches"] >= check["tried"]:',
+           "schema rejects a check in which every value mismatched (off-by-one bound)",
+           ("tests/test_reports.py",), "schema"),
+    # gpu/kernels.py: judged by the Triton-interpreter tests that compare with oracles (scale codes,
+    # amax, the GEMM bound); they need the `gpu` extra (triton), without it they skip and these survive
+    Mutant("kernel-mx-scale-unclamped", "gpu/kernels.py",
+           "scale_code = tl.minimum(tl.maximum(biased - EMAX_ELEM, 0), 254)",
+           "scale_code = tl.minimum(biased - EMAX_ELEM, 254)",
+           "MX kernel: no lower clamp of the scale exponent (a tiny block's code wraps below 0)",
+           ("tests/test_gpu_kernels.py",), "interpreter_mx"),
+    Mutant("kernel-gemm-col-scale-per-row", "gpu/kernels.py",
+           "c = (acc * sa[:, None]) * sb[None, :]",
+           "c = (acc * sa[:, None]) * sb[:, None]",
+           "FP8 GEMM: B's per-column decode scale broadcast along rows (square tiles hide the shape)",
+           ("tests/test_gpu_kernels.py",), "interpreter_fp8_gemm"),
+    Mutant("kernel-amax-signed", "gpu/kernels.py",
+           "mag = tl.abs(x)\n    mag = tl.where(mag == mag, mag, 0.0)  # NaN does not enter amax",
+           "mag = x\n    mag = tl.where(mag == mag, mag, 0.0)  # NaN does not enter amax",
+           "scaled-cast amax is max x instead of max |x| (a negative outlier sets no scale)",
+           ("tests/test_gpu_kernels.py",), "interpreter_scaled"),
+    # ---- app/: the models behind the pages (escaping, URL state, export safety, answers, columns) --
+    Mutant("app-text-clip-after-escape", "app/text.py",
+           "return clip(str(text)).translate(_ESCAPES)",
+           "return clip(str(text).translate(_ESCAPES))",
+           "user text clipped after escaping: the cut can split an escape and the count names the "
+           "escaped length", ("tests/test_hardening.py",), "as_text"),
+    Mutant("app-text-escape-subset", "app/text.py",
+           "for c in string.punctuation}",
+           'for c in "<>&[]()*_`"}',
+           "escaper with a hand-picked list of 'dangerous' characters ($ starts a formula, ! an image, "
+           "\\ an escape)", ("tests/test_hardening.py",), "as_text or alert_escapes"),
+    Mutant("app-url-prefix-dropped", "app/pages.py",
+           'out[p] = f"{prefix}{p}"',
+           "out[p] = p",
+           "URL query names lose the widget's prefix: two widgets on a page share (and fight over) "
+           "their parameters", ("tests/test_pages.py",), "url"),
+    Mutant("app-export-linked-folder", "app/export.py",
+           "if current.is_symlink():",
+           "if current.is_symlink() and not current.is_dir():",
+           "export refuses links to files only: a linked folder inside the target is written through",
+           ("tests/test_export.py::test_never_writes_through_a_symlink",)),
+    Mutant("app-decode-window-edge", "app/exercises.py",
+           "centre + DECODE_WINDOW + 1",
+           "centre + DECODE_WINDOW",
+           "exercise decode table for wide formats stops one code short of the window",
+           ("tests/test_exercises.py",), "decode_table"),
+    Mutant("app-rel-tolerance-sign", "app/lesson_blocks.py",
+           "return abs(got - answer.value) <= amount * abs(answer.value)",
+           "return abs(got - answer.value) <= amount * answer.value",
+           "relative tolerance scaled by the signed answer: every response to a negative answer is "
+           "wrong", ("tests/test_lesson_blocks.py",)),
+    Mutant("app-recompute-unpaired-shown-identical", "app/plots/widget_recompute.py",
+           "if result.paired_forward[t, layer]:",
+           "if result.recomputed[t, layer]:",
+           "recompute heatmap: a bitwise-identical cell whose consumer descale was unpaired is drawn "
+           "as plain 'bitwise identical'", ("tests/test_app_widgets_sim.py",),
+           "recompute_fixed or unpaired or recompute_defect or scale_trace"),
 )
 
 #: every mutant; those in formats/ run with the numpy codec path (see NUMPY)
