@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import os
 import threading
+from contextlib import contextmanager
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import panel as pn
 
-__all__ = ["POOL_SIZE", "Outcome", "Superseded", "busy_indicator", "served_document", "submit"]
+__all__ = ["POOL_SIZE", "Outcome", "Superseded", "batched", "busy_indicator", "served_document", "submit"]
 
 #: worker threads: one per core this process may run on (at least 2, so one run never queues
 #: behind another on a small machine)
@@ -76,13 +77,27 @@ def served_document() -> Any:
     return doc if doc is not None and doc.session_context is not None else None
 
 
+@contextmanager
+def batched() -> Iterator[None]:
+    """Where a widget changes its Bokeh models: `pn.io.hold()` (the changes go out as one patch)
+    once the page has loaded in the browser; before that, plain changes. Panel treats a session
+    whose page has not yet reported `document_ready` as unconnected and *drops* the changes made
+    under hold() (it expects a full document sync that has already happened), so a value typed
+    while the page still renders would never reach it; plain changes are sent one by one."""
+    if pn.state.loaded:
+        with pn.io.hold():
+            yield
+    else:
+        yield
+
+
 def submit(doc: Any, compute: Callable[[], Any], finish: Callable[[Outcome], None]) -> Future[Any]:
     """Run `compute()` on the pool, then `finish(outcome)` on `doc`'s event loop, document locked
     (skipped when `compute` raised `Superseded`)."""
     from panel.io.state import set_curdoc
 
     def apply(outcome: Outcome) -> None:
-        with set_curdoc(doc), pn.io.hold():
+        with set_curdoc(doc), batched():
             finish(outcome)
 
     def on_loop(outcome: Outcome) -> None:

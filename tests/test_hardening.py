@@ -474,3 +474,19 @@ def test_worker_threads_run_at_lower_priority() -> None:
         pytest.skip("no per-thread priorities here")
     nice = work.pool().submit(lambda: os.getpriority(os.PRIO_PROCESS, threading.get_native_id())).result(30)
     assert nice >= os.getpriority(os.PRIO_PROCESS, 0)
+
+
+def test_batched_holds_only_once_the_page_has_loaded() -> None:
+    """Before document_ready Panel drops changes made under hold(), so `work.batched` leaves them
+    unheld (sent one by one); after it, it holds them (one patch)."""
+    from panel.io.state import set_curdoc
+
+    from lowprec.app import work
+
+    doc = _fake_document(loaded=False)
+    with set_curdoc(doc):
+        with work.batched():
+            assert doc.callbacks.hold_value is None
+        pn.state._on_load(doc)
+        with work.batched():
+            assert doc.callbacks.hold_value == "combine"

@@ -27,7 +27,6 @@ from typing import Any, Callable, TypeVar
 
 import panel as pn
 import param
-from panel.io import hold
 from bokeh.models import ColumnDataSource
 
 from lowprec.app import work
@@ -188,8 +187,8 @@ class SimulationWidget(pn.viewable.Viewer):
         return bool(self._busy.value)
 
     def _accept(self, result: Any, data: dict[str, dict[str, list[Any]]]) -> None:
-        # served sessions need Bokeh model changes inside hold() (the document lock, one patch)
-        with hold():
+        # one patch once the page has loaded (work.batched: before that Panel drops held changes)
+        with work.batched():
             for name, columns in data.items():
                 self.sources[name].data = columns
             self.result = result

@@ -18,9 +18,9 @@ from typing import Any
 import panel as pn
 import param
 from bokeh.models import ColumnDataSource
-from panel.io import hold
 
 from lowprec import formats
+from lowprec.app import work
 from lowprec.app.plots.bins import (
     bins_sources,
     code_table_figure,
@@ -115,8 +115,8 @@ class BinExplorer(pn.viewable.Viewer):
         self.update()
 
     def update(self) -> bool:
-        """Served sessions need Bokeh model changes inside `pn.io.hold()` (the document lock)."""
-        with hold():
+        """Bokeh model changes go out as one patch (`work.batched`: held once the page has loaded)."""
+        with work.batched():
             return self._update()
 
     def _update(self) -> bool:

@@ -18,8 +18,8 @@ from typing import Any
 import panel as pn
 import param
 from bokeh.models import ColumnDataSource
-from panel.io import hold
 
+from lowprec.app import work
 from lowprec.app.params import config_widget, widget_config
 from lowprec.formats import get_format
 from lowprec.formats.conventions import ConventionsConfig
@@ -83,8 +83,8 @@ class Conventions(pn.viewable.Viewer):
         self.update()
 
     def update(self) -> bool:
-        """Served sessions need Bokeh model changes inside `pn.io.hold()` (the document lock)."""
-        with hold():
+        """Bokeh model changes go out as one patch (`work.batched`: held once the page has loaded)."""
+        with work.batched():
             return self._update()
 
     def _update(self) -> bool:

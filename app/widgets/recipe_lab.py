@@ -17,8 +17,8 @@ from typing import Any
 import panel as pn
 import param
 from bokeh.models import ColumnDataSource
-from panel.io import hold
 
+from lowprec.app import work
 from lowprec.app.params import config_widget, widget_config
 from lowprec.app.text import as_text
 from lowprec.app.theme import wrap_row
@@ -141,7 +141,7 @@ class RecipeLab(pn.viewable.Viewer):
     # ---- update ----------------------------------------------------------------------------------
     def update(self) -> bool:
         """Recompute and push the new columns (inside the document lock when served)."""
-        with hold():
+        with work.batched():
             try:
                 view = run_lab(self._input(), self.config())
             except (ValueError, TypeError) as exc:
