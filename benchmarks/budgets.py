@@ -18,24 +18,15 @@ from __future__ import annotations
 
 import importlib
 import os
-import subprocess
 import sys
-import tempfile
-import time
 from dataclasses import dataclass
 from typing import Any
 
+from lowprec.benchmarks.analyze import _run_once  # the launcher that measures a child's own peak RSS
 from lowprec.config import APP_BUDGET, CLI_BUDGET, Budget, fields_of
 
 #: the simulations with a `lowprec simulate` command (module names under lowprec.simulations)
 SIMULATIONS = ("spike", "grouping", "blocks", "attention", "recompute")
-
-_LAUNCHER = ("import os, subprocess, sys\n"
-             "p = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL)\n"
-             "_, status, usage = os.wait4(p.pid, 0)\n"
-             "print(usage.ru_maxrss)\n"
-             "sys.exit(os.waitstatus_to_exitcode(status))\n")
-
 
 @dataclass(frozen=True)
 class _Face:
@@ -115,17 +106,6 @@ def _argv(sim: Any, config: Any) -> list[str]:
     return argv
 
 
-def _run(argv: list[str]) -> tuple[float, float]:
-    """(wall seconds, peak RSS in MiB) of one run of `argv`; RuntimeError if it fails."""
-    start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", _LAUNCHER, *argv], capture_output=True, text=True,
-                          cwd=tempfile.gettempdir(), check=False)
-    seconds = time.perf_counter() - start
-    if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(argv)} failed (exit {proc.returncode}): {proc.stderr[-500:]}")
-    return seconds, int(proc.stdout.split()[-1]) / 1024
-
-
 def run(quick: bool = False, budgets: tuple[str, ...] = ("page", "cli"),
         simulations: tuple[str, ...] = SIMULATIONS) -> dict[str, Any]:
     """Figures per (budget, simulation): the knob pushed to the budget's edge, its estimate and the
@@ -135,7 +115,7 @@ def run(quick: bool = False, budgets: tuple[str, ...] = ("page", "cli"),
     figures: dict[str, Any] = {"load_average_start": round(os.getloadavg()[0], 2), "cases": []}
     for sim_name in simulations:
         sim = simulation(sim_name)
-        base_s, base_mib = _run(_argv(sim, sim.config()))
+        base_s, base_mib = _run_once(_argv(sim, sim.config()))
         for budget_name in names:
             budget = chosen[budget_name]
             options = candidates(sim, budget)
@@ -143,7 +123,7 @@ def run(quick: bool = False, budgets: tuple[str, ...] = ("page", "cli"),
                 continue
             knob, config = max(options, key=lambda o: (o[1].cost().bytes, o[1].cost().seconds))
             cost = config.cost()
-            seconds, mib = _run(_argv(sim, config))
+            seconds, mib = _run_once(_argv(sim, config))
             extra = max(0.0, mib - base_mib)
             figures["cases"].append({
                 "budget": budget_name, "simulation": sim_name, "knob": knob, "value": "+".join(str(getattr(config, k)) for k in knob.split("+")),
