@@ -5,7 +5,7 @@ A `lowprec serve` on a free port; headless Chromium (Debian's, through Playwrigh
 tests) opens three AttentionRounding pages at the page budget's edge (`HEAVY`: stochastic rounding,
 estimated just under `config.APP_BUDGET`) and, every `RELOAD_S`, gives each a new seed through its
 seed control (a new heavy run in the same session, as a user changing a control would), so the
-worker pool never idles; meanwhile a fourth page types values into BinExplorer (each in another
+workers never idle; meanwhile a fourth page types values into BinExplorer (each in another
 binade, so every reply changes the plot) and times each reply (from Enter to the new plot data in
 the page), and fresh BinExplorer pages are loaded and timed to the first rendered plot. The
 browser runs on the same cores as the server (it renders the heavy pages' plots too). Figures: p50/p95/max of the update, the page loads, the
@@ -140,7 +140,7 @@ def run(quick: bool = False, baseline: bool = False) -> dict[str, float | str]:
         except subprocess.TimeoutExpired:
             server.kill()
     return {
-        "mode": "inline (baseline)" if baseline else "worker pool",
+        "mode": "inline (baseline)" if baseline else "worker processes",
         "heavy_request": ", ".join(f"{k}={v}" for k, v in HEAVY.items()) + f" (estimate {heavy_cost.describe()})",
         "update_p50_s": round(statistics.median(updates), 3),
         "update_p95_s": round(_percentile(updates, 0.95), 3),

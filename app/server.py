@@ -9,12 +9,14 @@ Routes come from `app.pages.routes()`.
 
 from __future__ import annotations
 
+import atexit
+import gc
 import threading
 from typing import Any
 
 import panel as pn
 
-from lowprec.app import layout, pages
+from lowprec.app import layout, pages, work
 from lowprec.extras import missing_dependency
 
 
@@ -27,7 +29,7 @@ def serve(port: int = 5006, address: str = "127.0.0.1", show: bool = True, start
         raise ValueError(f"address must be a host name or IP address, got {address!r}")
     # the recompute widget's first checkpoint call would import torch._dynamo (~1.5 s): do it now,
     # in the background, while the server starts
-    threading.Thread(target=_warm_up_recompute, name="lowprec-warm-up", daemon=True).start()
+    threading.Thread(target=_warm_up, name="lowprec-warm-up", daemon=True).start()
     origins = [f"{address}:{port}", f"localhost:{port}", f"127.0.0.1:{port}"]
     if address in ("0.0.0.0", "::"):  # bound to every interface: accept the host the browser used
         origins = ["*"]
@@ -38,6 +40,20 @@ def serve(port: int = 5006, address: str = "127.0.0.1", show: bool = True, start
         title=pages.page_titles(), websocket_origin=origins, resources="server",
         static_dirs=static, **kwargs,
     )
+
+
+def _warm_up() -> None:
+    """Start-up work off the event loop: the simulations' worker processes (`app.work`: started now,
+    not at the first heavy request), the recompute import, then `gc.freeze()`. Panel runs a full
+    `gc.collect()` after sessions close; with the start-up heap (Panel, Bokeh, torch) frozen it
+    scans only what sessions allocated, instead of stalling every session's event loop for a
+    pass over everything."""
+    work.start_processes()
+    _warm_up_recompute()
+    pages.routes()  # every page's module imported
+    gc.collect()
+    gc.freeze()
+    atexit.register(gc.unfreeze)  # at exit everything is collectable again (no leak reports)
 
 
 def _warm_up_recompute() -> None:

@@ -10,20 +10,35 @@ with the document locked, where Bokeh models may change — once the page has lo
 (before that Panel drops held model changes, so an early result waits for `pn.state.onload`). `Superseded` is what a run raises to stop
 early when a newer request of the same widget exists. `served_document()` says whether there is an
 event loop to keep free at all (None outside a served session: tests and notebooks run inline).
+
+A simulation declared in `lowprec.simulations` runs one step further away, in a worker *process*
+(`run_simulation`: `POOL_SIZE` processes, spawned fresh (no fork of a server that has imported torch
+and started threads), niced, each exiting on its own once the server is gone): a thread still
+holds the GIL for the Python-level steps of a run, and the event loop thread then waits for it
+(issue 16's isolation benchmark: a light reply's p95 was 1.5 s with three heavy sessions on thread
+workers). A process shares nothing with the loop but the CPU, and the OS gives the loop (and the
+browser) that first. Superseding crosses the process boundary through a shared array: each widget
+holds a slot (`claim_slot`) where it posts its newest request number (`post_generation`), and the
+run's progress callback in the worker compares it with its own.
 """
 
 from __future__ import annotations
 
+import importlib
+import multiprocessing
 import os
 import threading
+import weakref
 from contextlib import contextmanager
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 import panel as pn
 
-__all__ = ["POOL_SIZE", "Outcome", "Superseded", "batched", "busy_indicator", "served_document", "submit"]
+__all__ = ["POOL_SIZE", "Outcome", "Superseded", "batched", "busy_indicator", "claim_slot", "post_generation",
+           "run_simulation", "served_document", "start_processes", "submit"]
 
 #: worker threads: one per core this process may run on (at least 2, so one run never queues
 #: behind another on a small machine)
@@ -129,3 +144,130 @@ def busy_indicator() -> pn.indicators.LoadingSpinner:
     """The spinner a widget shows while its run is in progress (hidden when idle)."""
     return pn.indicators.LoadingSpinner(value=False, visible=False, size=28, label="Computing…",
                                         css_classes=["lp-busy"])
+
+
+# -- simulation runs in worker processes ---------------------------------------------------------
+
+#: how many widgets can hold a supersede slot at once (a widget without one still works: its runs
+#: just finish before a newer one starts instead of stopping early)
+SLOTS = 4096
+#: modules a worker imports as it starts, so the first request finds numpy, the codec and the
+#: simulations loaded (torch is not among them)
+PRELOAD = ["lowprec.simulations.attention", "lowprec.simulations.blocks", "lowprec.simulations.grouping",
+           "lowprec.simulations.spike"]
+
+_procs: ProcessPoolExecutor | None = None
+_procs_lock = threading.Lock()
+_tokens: Any = None  # multiprocessing RawArray('q', SLOTS): the newest request number per slot
+_free_slots: list[int] = []
+_slots_lock = threading.Lock()
+_worker_tokens: Any = None  # the same array, as a worker process sees it
+
+
+def _context() -> Any:
+    return multiprocessing.get_context("spawn")
+
+
+def _exit_with(server_pid: int) -> None:
+    """A worker's watchdog: exit as soon as the server process is gone (a server stopped by a
+    signal runs no clean-up, and an orphaned worker would keep its memory)."""
+    import time
+
+    while True:
+        time.sleep(1.0)
+        if os.getppid() != server_pid:
+            os._exit(0)
+
+
+def _process_init(tokens: Any, niceness: int, server_pid: int) -> None:
+    global _worker_tokens
+    _worker_tokens = tokens
+    try:
+        os.nice(niceness)
+    except (AttributeError, OSError):
+        pass
+    threading.Thread(target=_exit_with, args=(server_pid,), name="lowprec-watchdog", daemon=True).start()
+    for module in PRELOAD:
+        importlib.import_module(module)
+
+
+def _tokens_array() -> Any:
+    global _tokens
+    with _slots_lock:
+        if _tokens is None:
+            _tokens = _context().RawArray("q", SLOTS)
+            _free_slots.extend(range(SLOTS - 1, -1, -1))
+        return _tokens
+
+
+def processes() -> ProcessPoolExecutor:
+    """The worker processes (created on first use, or again after a worker died)."""
+    global _procs
+    tokens = _tokens_array()
+    with _procs_lock:
+        if _procs is None:
+            _procs = ProcessPoolExecutor(max_workers=POOL_SIZE, mp_context=_context(),
+                                         initializer=_process_init,
+                                         initargs=(tokens, WORKER_NICENESS, os.getpid()))
+        return _procs
+
+
+def _noop() -> int:
+    return os.getpid()
+
+
+def start_processes() -> None:
+    """Start every worker process now (a server calls this at start-up, so the first heavy request
+    does not wait for a process to start)."""
+    pool = processes()
+    for future in [pool.submit(_noop) for _ in range(POOL_SIZE)]:
+        future.result()
+
+
+def claim_slot(owner: object) -> int | None:
+    """A supersede slot for `owner` (freed when it is garbage-collected), or None when all are taken."""
+    _tokens_array()
+    with _slots_lock:
+        if not _free_slots:
+            return None
+        slot = _free_slots.pop()
+    _tokens[slot] = 0
+    weakref.finalize(owner, _release_slot, slot)
+    return slot
+
+
+def _release_slot(slot: int) -> None:
+    with _slots_lock:
+        _free_slots.append(slot)
+
+
+def post_generation(slot: int | None, generation: int) -> None:
+    """Record `generation` as the newest request of `slot`: older runs stop at their next progress report."""
+    if slot is not None:
+        _tokens_array()[slot] = generation
+
+
+def _run_in_worker(module: str, config: Any, slot: int | None, generation: int) -> Any:
+    simulation = importlib.import_module(module).SIMULATION
+
+    def progress(done: int, total: int) -> None:
+        if slot is not None and _worker_tokens is not None and _worker_tokens[slot] != generation:
+            raise Superseded()
+
+    return simulation.run(config, progress)
+
+
+def run_simulation(simulation: Any, config: Any, slot: int | None = None, generation: int = 0) -> Any:
+    """`simulation.run(config)` in a worker process; blocks the calling (pool) thread until it is
+    done and returns its result, or raises what the run raised (`Superseded` when a newer request
+    of `slot` stopped it). A worker that died (killed for memory) is replaced for the next request
+    and this one raises RuntimeError."""
+    global _procs
+    pool = processes()
+    try:
+        return pool.submit(_run_in_worker, simulation.module, config, slot, generation).result()
+    except BrokenProcessPool:
+        with _procs_lock:
+            if _procs is pool:
+                _procs = None
+        raise RuntimeError(f"the worker process running {simulation.name} died (out of memory?)") from None

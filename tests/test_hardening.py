@@ -433,6 +433,9 @@ def test_a_result_that_arrives_before_the_page_loaded_waits_for_it() -> None:
 
 
 def test_served_update_runs_off_the_loop_shows_busy_and_superseded_runs_are_dropped(monkeypatch: Any) -> None:
+    """A served update goes to a pool thread, which hands the simulation to a worker process; a
+    newer request stops the older run there (at its next progress report) and only the newest
+    result reaches the view."""
     from lowprec.app import work
     from lowprec.app.widgets import AttentionRounding
 
@@ -440,31 +443,90 @@ def test_served_update_runs_off_the_loop_shows_busy_and_superseded_runs_are_drop
     doc = _fake_document()
     monkeypatch.setattr(work, "served_document", lambda: doc)
     loop_thread = threading.get_ident()
-    threads: list[int] = []
-    real_run = w.simulation.run  # type: ignore[union-attr]
+    calls: list[tuple[int, int | None, int]] = []
+    outcomes: list[str] = []
+    real_run_simulation = work.run_simulation
     release = threading.Event()
 
-    def slow_run(config: Any, progress: Any) -> Any:
-        threads.append(threading.get_ident())
-        if config.seq == 32:  # the first request waits until a newer one exists
+    def gated(simulation: Any, config: Any, slot: int | None = None, generation: int = 0) -> Any:
+        calls.append((threading.get_ident(), slot, generation))
+        if config.seq == 32:  # the first request starts only once a newer one exists
             release.wait(30)
-            progress(0, 1)  # raises work.Superseded: the newer request owns the view
-            raise AssertionError("a superseded run must stop at its next progress report")
-        return real_run(config, progress)
+        try:
+            result = real_run_simulation(simulation, config, slot, generation)
+        except work.Superseded:
+            outcomes.append(f"seq={config.seq} superseded")
+            raise
+        outcomes.append(f"seq={config.seq} finished")
+        return result
 
-    import dataclasses
-
-    monkeypatch.setattr(type(w), "simulation", dataclasses.replace(w.simulation, run=slow_run))
+    monkeypatch.setattr(work, "run_simulation", gated)
     w.seq = 32
     assert w.busy and w.result.config["queries"] == 128  # submitted, not computed inline
     w.seq = 48
     release.set()
-    doc.drain(until=lambda: not w.busy)
-    assert threads and all(t != loop_thread for t in threads)
+    doc.drain(until=lambda: not w.busy and len(outcomes) == 2)
+    assert calls and all(t != loop_thread for t, _, _ in calls)
+    assert {slot for _, slot, _ in calls} == {w._slot} and w._slot is not None
+    assert sorted(outcomes) == ["seq=32 superseded", "seq=48 finished"]
     assert w.result.config["queries"] == 48 and w.error == ""
     # a bad value in a served session: the alert, the last view stays, the spinner stops
     w.param.update(seq=512, trials=5000, rounding="stochastic")
     assert not w.busy and "over a page's budget" in w.error and w.result.config["queries"] == 48
+
+
+def test_worker_process_gives_the_inline_result_bit_for_bit() -> None:
+    from lowprec.app import work
+    from lowprec.config import from_mapping
+    from lowprec.simulations import attention
+
+    config = from_mapping(attention.AttentionConfig, {"seq": 32, "trials": 40, "rounding": "stochastic"})
+    remote = work.run_simulation(attention.SIMULATION, config)
+    local = attention.SIMULATION.run(config, None)
+    for name in ("probs_rounded", "out_rounded", "out_exact"):
+        a, b = np.asarray(getattr(remote, name)), np.asarray(getattr(local, name))
+        assert a.dtype == b.dtype and a.shape == b.shape
+        assert np.array_equal(a.view(np.uint8), b.view(np.uint8)), name
+
+
+def test_worker_processes_are_other_processes_at_lower_priority() -> None:
+    from lowprec.app import work
+    from tests import worker_sims
+
+    pid, nice = work.run_simulation(worker_sims.SIMULATION, "pid")
+    assert pid != os.getpid()
+    assert nice >= os.getpriority(os.PRIO_PROCESS, 0) + work.WORKER_NICENESS or nice == 19
+
+
+def test_worker_process_supersede_errors_and_a_dead_worker() -> None:
+    from lowprec.app import work
+    from tests import worker_sims
+
+    class Owner:
+        pass
+
+    owner = Owner()
+    slot = work.claim_slot(owner)
+    assert slot is not None
+    work.post_generation(slot, 1)
+    threading.Timer(0.3, work.post_generation, (slot, 2)).start()
+    start = time.monotonic()
+    with pytest.raises(work.Superseded):
+        work.run_simulation(worker_sims.SIMULATION, "wait", slot, 1)
+    assert time.monotonic() - start < 20
+    with pytest.raises(ValueError, match="config must be one of"):
+        work.run_simulation(worker_sims.SIMULATION, "bad")
+    with pytest.raises(RuntimeError, match="worker process running worker-test died"):
+        work.run_simulation(worker_sims.SIMULATION, "die")
+    pid, _ = work.run_simulation(worker_sims.SIMULATION, "pid")  # a new pool took over
+    assert pid != os.getpid()
+    # a slot goes back to the free list when its owner is collected
+    assert slot not in work._free_slots
+    del owner
+    import gc
+
+    gc.collect()
+    assert slot in work._free_slots
 
 
 def test_worker_threads_run_at_lower_priority() -> None:

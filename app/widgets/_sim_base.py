@@ -7,9 +7,10 @@ becomes a visible "Invalid ..." alert next to the controls and the last good vie
 
 Bounded and off the event loop: an update first checks the request against `config.APP_BUDGET`
 (the record's `cost()`; over it, the alert names the parameter and the last view stays). In a served
-session the simulation then runs on a worker thread (`app.work`, at lower OS priority, so the
-server's event loop — every other session's pages and light widgets — stays responsive) while a busy
-spinner shows; a newer change of the same widget supersedes an older run (it stops at its next
+session the simulation then runs off the event loop (`app.work`: a pool thread hands a simulation
+of `lowprec.simulations` to a worker process at lower OS priority, so the server's event loop —
+every other session's pages and light widgets — stays responsive; the result's float columns go to
+the browser as binary arrays) while a busy spinner shows; a newer change of the same widget supersedes an older run (it stops at its next
 progress report and its result is dropped). Outside a server (tests, notebooks) an update runs
 inline and has finished when `update()` returns.
 
@@ -25,6 +26,7 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, TypeVar
 
+import numpy as np
 import panel as pn
 import param
 from bokeh.models import ColumnDataSource
@@ -67,6 +69,7 @@ class SimulationWidget(pn.viewable.Viewer):
         self._summary = pn.pane.Markdown("", sizing_mode="stretch_width")
         self._busy = work.busy_indicator()
         self._generation = 0  # bumped by every update; a run whose number is older is superseded
+        self._slot = work.claim_slot(self)  # where a worker process sees the newest number
         self._caption = pn.pane.Markdown("", sizing_mode="stretch_width", css_classes=["lp-caption"])
         start = time.perf_counter()
         check_budget(self.config(), APP_BUDGET)  # a lesson directive over the page budget: refused
@@ -121,10 +124,11 @@ class SimulationWidget(pn.viewable.Viewer):
 
     def update(self) -> bool:
         """Recompute and push new data; on bad input (or a request over the page budget) show the
-        message and keep the last view. Served: the run goes to a worker thread and this returns
+        message and keep the last view. Served: the run goes off the event loop and this returns
         True once it is submitted (the view follows when it finishes)."""
         start = time.perf_counter()
         self._generation += 1
+        work.post_generation(self._slot, self._generation)
         try:
             check_budget(self.config(), APP_BUDGET)
         except (ValueError, TypeError) as exc:
@@ -148,22 +152,23 @@ class SimulationWidget(pn.viewable.Viewer):
         self.error = f"Invalid input: {exc}"
         set_alert(self._alert, self.error)
 
-    def _run(self, generation: int) -> Any:
-        """The simulation on a worker thread; stops (work.Superseded) once a newer update exists."""
-        def progress(done: int, total: int) -> None:
-            if self._generation != generation:
-                raise work.Superseded()
-
+    def _run(self, generation: int, config: Any) -> Any:
+        """The simulation, from a worker thread: a simulation of `lowprec.simulations` runs in a worker
+        process (`work.run_simulation`), a widget's own `_compute` on the thread; either stops
+        (work.Superseded) once a newer update exists. `config` is the request's, read when it was made
+        (the parameters may have moved on by the time a pool thread starts it)."""
         if self.simulation is not None and type(self)._compute is SimulationWidget._compute:
-            return self.simulation.run(self.config(), progress)
+            return work.run_simulation(self.simulation, config, self._slot, generation)
         return self._compute()
 
     def _submit(self, doc: Any, generation: int, start: float) -> None:
         self._busy.visible = self._busy.value = True
+        config = self.config()
 
-        def compute() -> tuple[Any, dict[str, dict[str, list[Any]]]]:
-            result = self._run(generation)
-            return result, self._source_data(result)
+        def compute() -> tuple[Any, dict[str, dict[str, list[Any]]], dict[str, dict[str, Any]]]:
+            result = self._run(generation, config)
+            data = self._source_data(result)
+            return result, data, binary_columns(data)
 
         def finish(outcome: work.Outcome) -> None:
             if generation != self._generation:
@@ -175,8 +180,8 @@ class SimulationWidget(pn.viewable.Viewer):
             if outcome.error is not None:
                 self._refuse(RuntimeError(f"internal error ({type(outcome.error).__name__}); see the server log"))
                 raise outcome.error
-            result, data = outcome.value
-            self._accept(result, data)
+            result, data, pushed = outcome.value
+            self._accept(result, data, pushed)
             self.last_update_s = time.perf_counter() - start
 
         work.submit(doc, compute, finish)
@@ -186,10 +191,13 @@ class SimulationWidget(pn.viewable.Viewer):
         """Whether a run is in progress (served sessions)."""
         return bool(self._busy.value)
 
-    def _accept(self, result: Any, data: dict[str, dict[str, list[Any]]]) -> None:
+    def _accept(self, result: Any, data: dict[str, dict[str, list[Any]]],
+                pushed: dict[str, dict[str, Any]] | None = None) -> None:
+        """Show `result`: `data` (its columns) goes into the sources, or `pushed` where given (the
+        same columns with float ones as arrays, which go to the browser as binary buffers)."""
         # one patch once the page has loaded (work.batched: before that Panel drops held changes)
         with work.batched():
-            for name, columns in data.items():
+            for name, columns in (pushed if pushed is not None else data).items():
                 self.sources[name].data = columns
             self.result = result
             self.source_data = data
@@ -209,6 +217,22 @@ class SimulationWidget(pn.viewable.Viewer):
         controls = pn.Column(*self._controls(), self._busy, self._alert, width=300)
         body = pn.Column(self._summary, self._plots, self._caption, sizing_mode="stretch_width")
         return pn.Row(controls, body, sizing_mode="stretch_width")
+
+
+def binary_columns(data: dict[str, dict[str, list[Any]]]) -> dict[str, dict[str, Any]]:
+    """`data` with every column of floats as a float64 array. Bokeh sends an array as a binary
+    buffer, where a list becomes JSON text: a served update of a heavy widget (16 columns of 2,048
+    floats) is encoded and written on the server's event loop, which every session shares. Other
+    columns (strings, integers, mixed) stay lists, so labels and integer tooltips read as before."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, columns in data.items():
+        out[name] = {}
+        for key, column in columns.items():
+            if isinstance(column, list) and column and all(isinstance(v, (float, np.floating)) for v in column):
+                out[name][key] = np.asarray(column, dtype=np.float64)
+            else:
+                out[name][key] = column
+    return out
 
 
 def simulation_widget(simulation: Simulation[Any, Any]) -> Callable[[W], W]:

@@ -16,7 +16,8 @@ from typing import Any
 
 from bokeh.models import ColumnDataSource
 
-from lowprec.app.plots.widget_attention import attention_widget_columns, attention_widget_figures, show_rounding
+from lowprec.app.plots.widget_attention import (attention_widget_columns, attention_widget_figures, rounding_marks,
+                                                show_rounding)
 from lowprec.app.widgets._sim_base import SimulationWidget, simulation_widget
 from lowprec.simulations import attention
 from lowprec.simulations.attention import AttentionResult
@@ -32,10 +33,12 @@ class AttentionRounding(SimulationWidget):
         return attention_widget_columns(result)
 
     def _build_figures(self, sources: dict[str, ColumnDataSource]) -> Any:
-        return attention_widget_figures(sources)
+        layout = attention_widget_figures(sources)
+        self._marks = rounding_marks(layout)  # found once: a walk of the figures is slow
+        return layout
 
     def _after_update(self, result: AttentionResult) -> None:
-        show_rounding(self._plots, result.config["parameters"]["rounding"] == "stochastic")
+        show_rounding(self._marks, result.config["parameters"]["rounding"] == "stochastic")
 
     def _summary_text(self, result: AttentionResult) -> str:
         s = result.summary()
