@@ -552,3 +552,31 @@ def test_batched_holds_only_once_the_page_has_loaded() -> None:
         pn.state._on_load(doc)
         with work.batched():
             assert doc.callbacks.hold_value == "combine"
+
+
+def test_binary_columns_turn_only_float_columns_into_arrays_bit_for_bit() -> None:
+    from lowprec.app.widgets._sim_base import binary_columns
+
+    floats = [0.1, -0.0, float("nan"), float("inf"), 5e-324, np.float64(2.5)]
+    data = {"s": {"f": floats, "i": [1, 2, 3], "t": ["a", "b"], "m": [1.5, "x"], "e": [], "b": [True, False]}}
+    out = binary_columns(data)["s"]
+    assert isinstance(out["f"], np.ndarray) and out["f"].dtype == np.float64
+    expected = np.array([float(v) for v in floats], dtype=np.float64)
+    assert np.array_equal(out["f"].view(np.uint64), expected.view(np.uint64))
+    for key in ("i", "t", "m", "e", "b"):
+        assert out[key] is data["s"][key], key
+
+
+def test_attention_rounding_marks_follow_the_rounding_mode() -> None:
+    from lowprec.app.plots.widget_attention import NEAREST_ONLY, STOCHASTIC_ONLY
+    from lowprec.app.widgets import AttentionRounding
+
+    w = AttentionRounding(rounding="nearest_even")
+    stochastic_only = list(w._plots.select({"name": STOCHASTIC_ONLY}))
+    nearest_only = list(w._plots.select({"name": NEAREST_ONLY}))
+    assert stochastic_only and nearest_only
+    assert not any(m.visible for m in stochastic_only) and all(m.visible for m in nearest_only)
+    w.rounding = "stochastic"
+    assert all(m.visible for m in stochastic_only) and not any(m.visible for m in nearest_only)
+    w.rounding = "nearest_even"
+    assert not any(m.visible for m in stochastic_only) and all(m.visible for m in nearest_only)
