@@ -53,6 +53,9 @@ _pool_lock = threading.Lock()
 class Superseded(Exception):
     """Raised inside a run when a newer request of the same widget makes its result useless."""
 
+    def __init__(self, message: str = "superseded by a newer request of the same widget") -> None:
+        super().__init__(message)
+
 
 @dataclass(frozen=True)
 class Outcome:

@@ -511,7 +511,7 @@ def test_worker_process_supersede_errors_and_a_dead_worker() -> None:
     work.post_generation(slot, 1)
     threading.Timer(0.3, work.post_generation, (slot, 2)).start()
     start = time.monotonic()
-    with pytest.raises(work.Superseded):
+    with pytest.raises(work.Superseded, match="superseded by a newer request"):
         work.run_simulation(worker_sims.SIMULATION, "wait", slot, 1)
     assert time.monotonic() - start < 20
     with pytest.raises(ValueError, match="config must be one of"):
