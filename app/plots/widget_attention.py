@@ -110,7 +110,7 @@ def attention_widget_figures(sources: dict[str, ColumnDataSource], width: int = 
     var.add_layout(Slope(gradient=1, y_intercept=0, line_color=HIGHLIGHT_COLOR, line_dash="dashed",
                          name=STOCHASTIC_ONLY))
     # nearest rounding has no variance: say so instead of drawing an empty box
-    var.add_layout(Label(x=12, y=150, x_units="screen", y_units="screen", name=NEAREST_ONLY, visible=False,
+    var.add_layout(Label(x=12, y=12, x_units="screen", y_units="screen", name=NEAREST_ONLY, visible=False,
                          text="nearest rounding is deterministic:\nevery trial gives the same P̃,\nso there "
                               "is no variance to draw", text_font_size="12px", text_color=INK))
 
