@@ -48,12 +48,28 @@ def _warm_up() -> None:
     `gc.collect()` after sessions close; with the start-up heap (Panel, Bokeh, torch) frozen it
     scans only what sessions allocated, instead of stalling every session's event loop for a
     pass over everything."""
-    work.start_processes()
+    work.start_processes(worker_modules())
     _warm_up_recompute()
-    pages.routes()  # every page's module imported
     gc.collect()
     gc.freeze()
     atexit.register(gc.unfreeze)  # at exit everything is collectable again (no leak reports)
+
+
+def worker_modules() -> tuple[str, ...]:
+    """The simulation modules the app's widgets run in worker processes (from the widget registry)."""
+    from lowprec.app.widgets import WIDGETS
+    from lowprec.app.widgets._sim_base import SimulationWidget
+
+    classes = []
+    for entry in WIDGETS.values():
+        try:
+            classes.append(entry.load())
+        except ModuleNotFoundError as exc:  # a widget of an extra that is not installed (torch)
+            if missing_dependency(exc) is None:
+                raise
+    return tuple(sorted({cls.simulation.module for cls in classes
+                         if issubclass(cls, SimulationWidget) and cls.runs_in_worker()
+                         and cls.simulation is not None}))
 
 
 def _warm_up_recompute() -> None:

@@ -28,6 +28,7 @@ import importlib
 import multiprocessing
 import os
 import threading
+import time
 import weakref
 from contextlib import contextmanager
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
@@ -154,17 +155,15 @@ def busy_indicator() -> pn.indicators.LoadingSpinner:
 #: how many widgets can hold a supersede slot at once (a widget without one still works: its runs
 #: just finish before a newer one starts instead of stopping early)
 SLOTS = 4096
-#: modules a worker imports as it starts, so the first request finds numpy, the codec and the
-#: simulations loaded (torch is not among them)
-PRELOAD = ["lowprec.simulations.attention", "lowprec.simulations.blocks", "lowprec.simulations.grouping",
-           "lowprec.simulations.spike"]
-
 _procs: ProcessPoolExecutor | None = None
 _procs_lock = threading.Lock()
-_tokens: Any = None  # multiprocessing RawArray('q', SLOTS): the newest request number per slot
+#: modules a worker imports as it starts (`start_processes`), so a first request finds them loaded
+_preload: tuple[str, ...] = ()
+#: multiprocessing RawArray('q', SLOTS): the newest request number per slot (in the server, and in
+#: a worker, where its initializer sets it)
+_tokens: Any = None
 _free_slots: list[int] = []
 _slots_lock = threading.Lock()
-_worker_tokens: Any = None  # the same array, as a worker process sees it
 
 
 def _context() -> Any:
@@ -174,23 +173,21 @@ def _context() -> Any:
 def _exit_with(server_pid: int) -> None:
     """A worker's watchdog: exit as soon as the server process is gone (a server stopped by a
     signal runs no clean-up, and an orphaned worker would keep its memory)."""
-    import time
-
     while True:
         time.sleep(1.0)
         if os.getppid() != server_pid:
             os._exit(0)
 
 
-def _process_init(tokens: Any, niceness: int, server_pid: int) -> None:
-    global _worker_tokens
-    _worker_tokens = tokens
+def _process_init(tokens: Any, niceness: int, server_pid: int, preload: tuple[str, ...]) -> None:
+    global _tokens
+    _tokens = tokens
     try:
         os.nice(niceness)
     except (AttributeError, OSError):
         pass
     threading.Thread(target=_exit_with, args=(server_pid,), name="lowprec-watchdog", daemon=True).start()
-    for module in PRELOAD:
+    for module in preload:
         importlib.import_module(module)
 
 
@@ -211,7 +208,7 @@ def processes() -> ProcessPoolExecutor:
         if _procs is None:
             _procs = ProcessPoolExecutor(max_workers=POOL_SIZE, mp_context=_context(),
                                          initializer=_process_init,
-                                         initargs=(tokens, WORKER_NICENESS, os.getpid()))
+                                         initargs=(tokens, WORKER_NICENESS, os.getpid(), _preload))
         return _procs
 
 
@@ -219,9 +216,12 @@ def _noop() -> int:
     return os.getpid()
 
 
-def start_processes() -> None:
-    """Start every worker process now (a server calls this at start-up, so the first heavy request
-    does not wait for a process to start)."""
+def start_processes(preload: tuple[str, ...] = ()) -> None:
+    """Start every worker process now, each importing the modules `preload` (a server calls this at
+    start-up with its simulations' modules, so the first heavy request waits for neither a process
+    nor an import). A pool created again after a worker died imports them too."""
+    global _preload
+    _preload = tuple(preload)
     pool = processes()
     for future in [pool.submit(_noop) for _ in range(POOL_SIZE)]:
         future.result()
@@ -254,7 +254,7 @@ def _run_in_worker(module: str, config: Any, slot: int | None, generation: int) 
     simulation = importlib.import_module(module).SIMULATION
 
     def progress(done: int, total: int) -> None:
-        if slot is not None and _worker_tokens is not None and _worker_tokens[slot] != generation:
+        if slot is not None and _tokens is not None and _tokens[slot] != generation:
             raise Superseded()
 
     return simulation.run(config, progress)

@@ -9,9 +9,9 @@ Bounded and off the event loop: an update first checks the request against `conf
 (the record's `cost()`; over it, the alert names the parameter and the last view stays). In a served
 session the simulation then runs off the event loop (`app.work`: a pool thread hands a simulation
 of `lowprec.simulations` to a worker process at lower OS priority, so the server's event loop —
-every other session's pages and light widgets — stays responsive; the result's float columns go to
-the browser as binary arrays) while a busy spinner shows; a newer change of the same widget supersedes an older run (it stops at its next
-progress report and its result is dropped). Outside a server (tests, notebooks) an update runs
+every other session's pages and light widgets — stays responsive; the result's float columns go
+to the browser as binary arrays) while a busy spinner shows; a newer change of the same widget
+supersedes an older run (it stops at its next progress report and its result is dropped). Outside a server (tests, notebooks) an update runs
 inline and has finished when `update()` returns.
 
 `@simulation_widget(SIMULATION)` makes a widget the face of a simulation declared in
@@ -157,9 +157,15 @@ class SimulationWidget(pn.viewable.Viewer):
         process (`work.run_simulation`), a widget's own `_compute` on the thread; either stops
         (work.Superseded) once a newer update exists. `config` is the request's, read when it was made
         (the parameters may have moved on by the time a pool thread starts it)."""
-        if self.simulation is not None and type(self)._compute is SimulationWidget._compute:
+        if self.runs_in_worker() and self.simulation is not None:
             return work.run_simulation(self.simulation, config, self._slot, generation)
         return self._compute()
+
+    @classmethod
+    def runs_in_worker(cls) -> bool:
+        """Whether a served update runs in a worker process: the widget is the face of a simulation
+        and computes nothing of its own (`_compute` not overridden)."""
+        return cls.simulation is not None and cls._compute is SimulationWidget._compute
 
     def _submit(self, doc: Any, generation: int, start: float) -> None:
         self._busy.visible = self._busy.value = True
