@@ -23,7 +23,8 @@ import json
 from typing import Any
 
 from lowprec import strictjson
-from lowprec.app.plots.bins import BIN_SHADES, FIELD_COLORS, POINT_FILL, POINT_FILL_SELECTED, toggle_css
+from lowprec.app.plots.bins import (BIN_SHADES, FIELD_COLORS, POINT_FILL, POINT_FILL_SELECTED, bit_toggle_labels,
+                                    toggle_css)
 from lowprec.formats import code_table, get_format
 from lowprec.formats.conventions import CONVENTIONS
 from lowprec.formats.explain import (
@@ -182,6 +183,7 @@ class BinTables:
             "gaps": gaps,
             "field_colors": dict(FIELD_COLORS),
             "toggle_css": {f: toggle_css(f) for f in ("sign", "exponent", "mantissa")},
+            "bit_labels": {fmt: bit_toggle_labels(bit_fields(fmt)) for fmt in OFFLINE_FORMATS},
             "shades": list(BIN_SHADES), "fill": POINT_FILL, "fill_selected": POINT_FILL_SELECTED,
         }
 

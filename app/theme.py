@@ -133,7 +133,7 @@ def refresh_on_data_change(table: Any) -> Any:
     if any(isinstance(t, dict) and "lowprec_refresh" in t for t in table.tags):
         return table
     table.tags = list(table.tags) + [{"lowprec_refresh": True}]
-    table.source.js_on_change("data", CustomJS(args={"table": table}, code="table.change.emit()"))
+    table.source.js_on_change("data", CustomJS(args={"table": table}, code="table.view.change.emit()"))
     return table
 
 

@@ -10,6 +10,7 @@ must show the "Invalid" message and leave the page working; the URL query must r
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -224,7 +225,7 @@ def test_bin_explorer_controls_change_the_plots(server: str, browser: Any) -> No
     wait_until(lambda: "value=0x1.8p3" in w.url() and "format=E5M2" in w.url())
     # flip the sign bit by clicking it: 12 = 0x4A in E5M2, so the code becomes 0xCA (-12)
     assert w.source_data("bits", "rel_error")[0] == "01001010"
-    w.page.get_by_role("button", name="0", exact=True).first.click()
+    w.page.get_by_role("button", name="sign bit 7: 0", exact=True).click()
     wait_until(lambda: w.source_data("bits", "rel_error")[0] == "11001010")
     assert -12.0 in w.source_data("x", "interval")
     w.check_clean()
@@ -328,6 +329,8 @@ def test_theme_toggle_recolours_plots_and_is_remembered(server: str, browser: An
     w.page.close()
 
 
+#: a bit toggle's text: its label, which names the bit ("sign bit 7:"); the 0/1 is drawn by CSS
+BIT_LABEL = re.compile(r"(sign|exponent|mantissa) bit \d+:")
 DEEP_ACTIVE = """() => { let a = document.activeElement;
     while (a && a.shadowRoot && a.shadowRoot.activeElement) a = a.shadowRoot.activeElement;
     if (!a) return null;
@@ -350,12 +353,17 @@ def test_keyboard_reaches_the_controls_with_a_visible_focus(server: str, browser
         if info is None:
             continue
         stops.append(info)
-        if info["tag"] == "button" and info["text"] in ("0", "1"):
+        if info["tag"] == "button" and BIT_LABEL.fullmatch(info["text"]):
             break
     tags = [(s["tag"], s["type"]) for s in stops]
     assert stops[0]["tag"] == "a" and stops[0]["text"] == "Skip to content"
     assert ("input", "text") in tags and ("select", "select-one") in tags
-    assert stops[-1]["tag"] == "button" and stops[-1]["text"] in ("0", "1"), tags
+    assert stops[-1]["tag"] == "button" and BIT_LABEL.fullmatch(stops[-1]["text"]), tags
+    # the toggles' names carry the field, the weight and the bit (drawn from the pressed state)
+    names = [w.page.get_by_role("button", name=f"{field} bit {k}: {bit}", exact=True).count()
+             for k, (field, bit) in enumerate(reversed(list(zip(
+                 ["sign"] + ["exponent"] * 4 + ["mantissa"] * 3, "01000101"))))]
+    assert names == [1] * 8, names
     unringed = [s for s in stops if not s["ring"]]
     assert unringed == [], unringed
     before = w.source_data("bits", "rel_error")[0]  # the summary row: E4M3FN code of 3.3, 01000101

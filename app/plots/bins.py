@@ -10,7 +10,7 @@ and the `*_figure` builders draw them. Colours and the exact `7/4 × 2^8` texts 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 from bokeh.layouts import column
@@ -152,13 +152,26 @@ def swatch(field: str) -> str:
 
 def toggle_css(field: str) -> str:
     """Stylesheet of a bit toggle in its field's colour (filled when the bit is 1), with a visible
-    keyboard focus ring."""
+    keyboard focus ring. The 0/1 on the button is drawn from its pressed state (`::after`), not from
+    its label: the label (`bit_toggle_label`, visually hidden, read by screen readers) changes only
+    with the format, so flipping a bit or typing a value never makes BokehJS rebuild the button and
+    lay the page out again (a label change cost the browser about 40 ms per bit)."""
     colour = FIELD_COLORS[field]
     return (f".bk-btn.bk-btn-default {{ background: var(--lp-bg, #fff) !important; color: {colour} !important;"
-            f" border: 2px solid {colour} !important; font-weight: bold; padding: 2px 0; }}"
+            f" border: 2px solid {colour} !important; font-weight: bold; padding: 2px 0; font-size: 0 !important; }}"
+            f" .bk-btn.bk-btn-default::after {{ content: \"0\"; font-size: 14px; }}"
+            f" .bk-btn.bk-btn-default.bk-active::after {{ content: \"1\"; }}"
             f" .bk-btn.bk-btn-default.bk-active {{ background: {colour} !important; color: #fff !important; }}"
             f" .bk-btn:focus-visible {{ outline: 3px solid var(--lp-focus, #1a66d6) !important;"
             f" outline-offset: 2px; }}")
+
+
+def bit_toggle_labels(fields: Sequence[str]) -> list[str]:
+    """The bit toggles' (screen-reader) labels for a format whose bits, most significant first,
+    belong to `fields`: "sign bit 7: ", "exponent bit 6: ", … (the pressed state, drawn as 0/1,
+    completes the name)."""
+    n = len(fields)
+    return [f"{field} bit {n - 1 - i}: " for i, field in enumerate(fields)]
 
 
 def bits_figure(source: ColumnDataSource, title: str = "bits") -> Any:

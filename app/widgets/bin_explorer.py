@@ -4,8 +4,9 @@ The widget owns the controls and the update protocol only; every number comes fr
 `formats.explain_value` (the same explanation `lowprec cast` prints: a cast under a named
 convention with rounding/overflow overrides, on the grid scaled by `decode_scale = amax / F`) and
 the figures from the pure builders in `app.plots.bins`. Figures and `ColumnDataSource`s are built once; a parameter change pushes
-new columns. Each bit is a toggle button in the sign/exponent/mantissa colour: clicking it flips
-the bit and the value box shows the new code's value. Bad input (unparseable text, a value the
+new columns. Each bit is a toggle button in the sign/exponent/mantissa colour, pressed when the bit
+is 1 (its stylesheet draws the 0/1; its label, for screen readers, names the bit and changes only
+with the format): clicking it flips the bit and the value box shows the new code's value. Bad input (unparseable text, a value the
 policy refuses, a decode_scale out of range) shows an "Invalid …" alert next to the controls and
 keeps the last good view.
 """
@@ -23,6 +24,7 @@ from lowprec import formats
 from lowprec.app import work
 from lowprec.app.plots.bins import (
     bins_sources,
+    bit_toggle_labels,
     code_table_figure,
     gap_figure,
     label_legends,
@@ -151,13 +153,14 @@ class BinExplorer(pn.viewable.Viewer):
         try:
             if rebuild_bits or self._n_bits != len(main.bits):
                 self._n_bits = len(main.bits)
+                labels = bit_toggle_labels(main.fields)
                 for i, t in enumerate(self._toggle_pool):
                     t.visible = i < self._n_bits
                     if i < self._n_bits:
                         t.stylesheets = [toggle_css(main.fields[i])]
-            for i, (t, b) in enumerate(zip(self._bit_toggles, main.bits)):
-                t.value = b == "1"
-                t.label = b
+                        t.label = labels[i]
+            for t, b in zip(self._bit_toggles, main.bits):
+                t.value = b == "1"  # drawn as 0/1 by the toggle's stylesheet; the label stays
         finally:
             self._updating_bits = False
         own = main.rounding_bin
@@ -189,7 +192,7 @@ class BinExplorer(pn.viewable.Viewer):
             self._table.visible = False
 
     def _make_toggle(self, index: int) -> pn.widgets.Toggle:
-        t = pn.widgets.Toggle(label="0", value=False, width=28, height=34, margin=(2, 1), visible=False)
+        t = pn.widgets.Toggle(label=f"bit {index}: ", value=False, width=28, height=34, margin=(2, 1), visible=False)
         t.param.watch(lambda event, i=index: self._on_bit(i, event.new), "value")
         return t
 

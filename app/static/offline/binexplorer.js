@@ -434,7 +434,7 @@
         var on = i < bits.length;
         var changes = {visible: on};
         if (on) {
-          changes.label = bits[i];
+          changes.label = self.cfg.bit_labels[v.main.format][i];  // 0/1 is drawn from `active`
           changes.active = bits[i] === "1";
           changes.stylesheets = [self.cfg.toggle_css[fields[i]]];
         }
