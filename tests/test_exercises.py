@@ -350,3 +350,19 @@ def test_the_progress_store(tmp_path: Path) -> None:
                              ["lowprec-progress", {"key": "a/p", "result": "answered"}]]
     assert out["broken"] == {} and out["array"] == {}
     assert out["refused"] == {"a/x": "correct", "a/p": "answered", "b/y": "correct"}
+
+
+def test_components_ship_their_module_inline_as_a_bundle() -> None:
+    """Every lesson component carries the module's text under its SHA-256 as `bundle`: the browser
+    neither runs Panel's TypeScript transform on it per component nor fetches it from a component
+    route (served or exported alike)."""
+    import hashlib
+
+    from bokeh.document import Document
+
+    from lowprec.app.exercises import ESM_PATH, LockMarker
+
+    text = ESM_PATH.read_text(encoding="utf-8")
+    model = LockMarker().get_root(Document())
+    assert model.bundle == hashlib.sha256(text.encode("utf-8")).hexdigest()
+    assert model.esm == text

@@ -168,7 +168,7 @@ class SimulationWidget(pn.viewable.Viewer):
         return cls.simulation is not None and cls._compute is SimulationWidget._compute
 
     def _submit(self, doc: Any, generation: int, start: float) -> None:
-        self._busy.visible = self._busy.value = True
+        self._busy.value = True
         config = self.config()
 
         def compute() -> tuple[Any, dict[str, dict[str, list[Any]]], dict[str, dict[str, Any]]]:
@@ -179,7 +179,7 @@ class SimulationWidget(pn.viewable.Viewer):
         def finish(outcome: work.Outcome) -> None:
             if generation != self._generation:
                 return  # superseded: a newer run owns the view and the spinner
-            self._busy.visible = self._busy.value = False
+            self._busy.value = False
             if isinstance(outcome.error, (ValueError, TypeError)):
                 self._refuse(outcome.error)
                 return
