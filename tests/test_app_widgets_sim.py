@@ -39,7 +39,16 @@ F32_EPS = 2.0**-23
 
 
 def columns(widget: Any, source: str) -> dict[str, list[Any]]:
-    return {k: list(v) for k, v in widget.sources[source].data.items()}
+    """A source's columns as lists (float columns are arrays in the source: sent as binary)."""
+    return {k: (v.tolist() if isinstance(v, np.ndarray) else list(v))
+            for k, v in widget.sources[source].data.items()}
+
+
+def shown_bits(widget: Any) -> dict[str, dict[str, Any]]:
+    """Every source's columns, comparable with == bit for bit (NaN included): float columns as
+    their bytes, the others as lists."""
+    return {name: {k: (np.asarray(v, dtype=np.float64).tobytes() if isinstance(v, np.ndarray) else list(v))
+                   for k, v in src.data.items()} for name, src in widget.sources.items()}
 
 
 def same(a: list[Any], b: list[Any]) -> bool:
@@ -119,7 +128,7 @@ def test_builds_with_each_option(cls: type[SimulationWidget]) -> None:
 def test_simulation_error_shows_message_and_keeps_view(cls: type[SimulationWidget], module: Any, func: str, change: tuple[str, Any],
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     w = cls()
-    before = {name: columns(w, name) for name in w.sources}
+    before = shown_bits(w)
     summary = w.summary
 
     def broken(*args: Any, **kwargs: Any) -> Any:
@@ -129,7 +138,7 @@ def test_simulation_error_shows_message_and_keeps_view(cls: type[SimulationWidge
     setattr(w, *change)  # must not raise out of the callback
     assert w.error.startswith("Invalid") and "bad combination" in w.error
     assert w._alert.visible and w._alert.object.startswith("Invalid")
-    assert {name: columns(w, name) for name in w.sources} == before
+    assert shown_bits(w) == before
     assert w.summary == summary
     monkeypatch.undo()
     setattr(w, change[0], cls.param[change[0]].default)
