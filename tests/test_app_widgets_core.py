@@ -247,7 +247,15 @@ def test_bin_explorer_defaults_and_every_option() -> None:
     for name in BIN_VIEW_FORMATS:
         w.format = name
         assert w.error == "" and w.view.main.format == name
-        assert len(w._bit_toggles) == formats.get_format(name).bits
+        n = formats.get_format(name).bits
+        assert len(w._bit_toggles) == n
+        # every shown toggle is in the row, pressed exactly where the code has a 1, and named
+        # after its field and weight (the names screen readers read; the 0/1 is drawn from `value`)
+        shown = [t for t in w._bits.objects if t.visible]
+        assert shown == w._bit_toggles
+        assert "".join("1" if t.value else "0" for t in shown) == format(w.view.main.code, f"0{n}b")
+        fields = formats.explain.bit_fields(name)
+        assert [t.label for t in shown] == [f"{f} bit {n - 1 - i}: " for i, f in enumerate(fields)]
     w.format = "E4M3FN"
     for param_name in ("convention", "rounding", "overflow", "compare_format"):
         for option in w.param[param_name].objects:

@@ -241,9 +241,19 @@ def label_legends(fig: Any, labels: list[str | None]) -> None:
         item.label = {"value": text if text is not None else ""}
 
 
+def _plain_cells() -> dict[str, Any]:
+    """One text formatter and one editor for every column of a table (a column's own pair is two
+    more models to build, send and render per column: 26 per bin-explorer page). Per table: a
+    Bokeh model belongs to one document."""
+    from bokeh.models.widgets.tables import StringEditor, StringFormatter
+
+    return {"formatter": StringFormatter(), "editor": StringEditor()}
+
+
 def summary_table(source: ColumnDataSource) -> DataTable:
     """The encoded answer per format (main, compare): code, bits, value, exact value, error."""
-    cols = [TableColumn(field=k, title=t, width=w) for k, t, w in (
+    cells = _plain_cells()
+    cols = [TableColumn(field=k, title=t, width=w, **cells) for k, t, w in (
         ("format", "format", 70), ("code", "code", 60), ("bits", "bits", 130),
         ("value", "value", 100), ("exact", "exact", 120), ("cls", "class", 70),
         ("error", "error", 100), ("rel_error", "rel. error", 80))]
@@ -253,7 +263,8 @@ def summary_table(source: ColumnDataSource) -> DataTable:
 
 def code_table_figure(source: ColumnDataSource) -> DataTable:
     """Every code of a ≤ 8-bit format."""
-    cols = [TableColumn(field=k, title=t, width=w) for k, t, w in (
+    cells = _plain_cells()
+    cols = [TableColumn(field=k, title=t, width=w, **cells) for k, t, w in (
         ("hex", "code", 60), ("bits", "bits", 90), ("cls", "class", 80), ("value", "value", 100),
         ("exact", "exact", 120), ("gap", "gap to next", 90))]
     return refresh_on_data_change(DataTable(source=source, columns=cols, height=300, width=600,

@@ -36,7 +36,7 @@ from lowprec.app.plots.bins import (
 from lowprec.formats import BinView, explain_value
 from lowprec.app.params import config_widget, widget_config
 from lowprec.config import fields_of
-from lowprec.formats.explain import ExplainConfig, code_value
+from lowprec.formats.explain import TABLE_MAX_BITS, ExplainConfig, code_value
 from lowprec.app.text import as_text, set_alert
 
 
@@ -52,7 +52,7 @@ def value_text(v: float) -> str:
     return repr(float(v))
 
 
-MAX_BITS = 16  # the widest format the explorer shows (BF16, FP16)
+POOL_BITS = TABLE_MAX_BITS  # toggles built up front: the widest format an exported page answers offline
 
 
 def tie_rule_text(rounding: str, format_name: str) -> str:
@@ -86,9 +86,11 @@ class BinExplorer(pn.viewable.Viewer):
         self._alert = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
         self._formula = pn.pane.HTML("", sizing_mode="stretch_width")
         self._note = pn.pane.Markdown("", sizing_mode="stretch_width")
-        # a fixed pool of toggles (the widest format's bits); a format shows the first `bits` of
-        # them, so a page exported offline can switch formats without creating models
-        self._toggle_pool = [self._make_toggle(i) for i in range(MAX_BITS)]
+        # a pool of toggles, as many as the widest format shown so far has bits (at least 8); a
+        # format shows the first `bits` of them, so a page exported offline can switch between the
+        # formats it answers (up to 8 bits) without creating models; a served page adds toggles
+        # when a wider format (BF16, FP16) first shows
+        self._toggle_pool = [self._make_toggle(i) for i in range(POOL_BITS)]
         self._n_bits = 0
         self._bits = pn.Row(*self._toggle_pool, sizing_mode="stretch_width", css_classes=["lp-bits"])
         self._table_note = pn.pane.Markdown("", sizing_mode="stretch_width")
@@ -153,6 +155,9 @@ class BinExplorer(pn.viewable.Viewer):
         try:
             if rebuild_bits or self._n_bits != len(main.bits):
                 self._n_bits = len(main.bits)
+                if len(self._toggle_pool) < self._n_bits:
+                    self._toggle_pool += [self._make_toggle(i) for i in range(len(self._toggle_pool), self._n_bits)]
+                    self._bits.objects = list(self._toggle_pool)
                 labels = bit_toggle_labels(main.fields)
                 for i, t in enumerate(self._toggle_pool):
                     t.visible = i < self._n_bits
