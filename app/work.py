@@ -172,7 +172,7 @@ class BusyIndicator(pn.viewable.Viewer):
 
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)
-        self._pane = pn.pane.HTML("", height=28, sizing_mode="stretch_width", margin=(2, 5),
+        self._pane = pn.pane.HTML("", height=28, sizing_mode="stretch_width", margin=(2, 10),
                                   css_classes=["lp-busy"], stylesheets=[BUSY_CSS])
         self.param.watch(self._draw, "value")
 
