@@ -16,7 +16,7 @@ import numpy as np
 from bokeh.layouts import column
 from bokeh.models import ColumnDataSource, HoverTool, Range1d
 from bokeh.models.annotations import LabelSet
-from bokeh.models.widgets.tables import DataTable, TableColumn
+from bokeh.models.widgets.tables import DataTable, StringEditor, StringFormatter, TableColumn
 from bokeh.plotting import figure
 
 from lowprec.app.theme import refresh_on_data_change
@@ -153,7 +153,7 @@ def swatch(field: str) -> str:
 def toggle_css(field: str) -> str:
     """Stylesheet of a bit toggle in its field's colour (filled when the bit is 1), with a visible
     keyboard focus ring. The 0/1 on the button is drawn from its pressed state (`::after`), not from
-    its label: the label (`bit_toggle_label`, visually hidden, read by screen readers) changes only
+    its label: the label (`bit_toggle_labels`, visually hidden, read by screen readers) changes only
     with the format, so flipping a bit or typing a value never makes BokehJS rebuild the button and
     lay the page out again (a label change cost the browser about 40 ms per bit)."""
     colour = FIELD_COLORS[field]
@@ -245,8 +245,6 @@ def _plain_cells() -> dict[str, Any]:
     """One text formatter and one editor for every column of a table (a column's own pair is two
     more models to build, send and render per column: 26 per bin-explorer page). Per table: a
     Bokeh model belongs to one document."""
-    from bokeh.models.widgets.tables import StringEditor, StringFormatter
-
     return {"formatter": StringFormatter(), "editor": StringEditor()}
 
 
