@@ -59,6 +59,7 @@ __all__ = [
     "DECODE_WINDOW",
     "ESM_PATH",
     "ExerciseView",
+    "LazySlot",
     "LessonComponent",
     "LockMarker",
     "LockRegion",
@@ -69,6 +70,7 @@ __all__ = [
     "block_view",
     "decode_table",
     "exercise_spec",
+    "lazy_spec",
     "lock_spec",
     "locked",
     "prediction_spec",
@@ -245,6 +247,22 @@ class ExerciseView(LessonComponent):
 class LockMarker(LessonComponent):
     """First child of a `LockRegion`: shows a note while locked, opens the region when the
     prediction is answered."""
+
+
+class LazySlot(LessonComponent):
+    """Where a widget will be, on a served lesson page, until the browser asks for it: the
+    page's script sets `requested` when the slot comes near the view (or in the background, one
+    slot at a time, once nothing else is loading); `pages.LazyWidget` then builds the widget and
+    swaps it in. `spec`: {"role": "lazy", "name", "title", "note", "sweep_ms"}."""
+
+    requested = param.Boolean(default=False, doc="set by the page when the widget should be built")
+
+
+def lazy_spec(name: str, title: str, sweep_ms: int = 1000) -> dict[str, Any]:
+    """The data of a lazy slot: the widget's class name and title, the note it shows while it
+    waits, and how long after the page renders the background loading starts."""
+    return {"role": "lazy", "name": name, "title": title, "sweep_ms": sweep_ms,
+            "note": "The widget is loading; it is built when you scroll to it."}
 
 
 class LockRegion(pn.Column):

@@ -36,7 +36,7 @@ from panel.theme.native import Native, NativeDefaultTheme
 from lowprec.app.exercises import LessonComponent, LockRegion
 from lowprec.app.theme import CSS_VARIABLES, theme_table, wrap_row
 
-__all__ = ["NavLesson", "PROSE_MAX", "STATIC_DIR", "STATIC_ROUTE", "Chrome", "frame", "href",
+__all__ = ["NavLesson", "PAGE_COMPLETE_JS", "PAGE_READY_JS", "PROSE_MAX", "STATIC_DIR", "STATIC_ROUTE", "Chrome", "finish", "frame", "href", "placed",
            "static_files", "template"]
 
 #: app/static/: the site's CSS and JS, and the ES modules of the lesson components
@@ -105,6 +105,7 @@ class Chrome:
     crumbs: list[tuple[str, str | None]] = field(default_factory=list)  # (text, route or None)
     mode: str = "served"  # "served" | "export"
     extra_scripts: list[str] = field(default_factory=list)  # site-relative static paths
+    lazy_slots: int = 0  # widgets built when the browser asks for them (served lessons)
 
     @property
     def depth(self) -> int:
@@ -234,7 +235,7 @@ _TEMPLATE = """{% from macros import embed %}
 {{ bokeh_css if bokeh_css }}
 {{ bokeh_js if bokeh_js }}
 </head>
-<body class="lp-body lp-kind-{{ lp_kind }}">
+<body class="lp-body lp-kind-{{ lp_kind }}" data-lazy-slots="{{ lp_lazy }}">
 {{ lp_top }}
 <div class="lp-shell">
 <nav class="lp-nav" aria-label="Course">{{ lp_nav }}</nav>
@@ -273,7 +274,7 @@ def template_variables(c: Chrome) -> dict[str, Any]:
     return {
         "lp_head": Markup(_head(c)), "lp_top": Markup(_body_top(c)), "lp_nav": Markup(_nav(c)),
         "lp_crumbs": Markup(_crumbs(c)), "lp_lesson_header": Markup(_lesson_header(c)),
-        "lp_pager": Markup(_pager(c)), "lp_kind": kind,
+        "lp_pager": Markup(_pager(c)), "lp_kind": kind, "lp_lazy": str(int(c.lazy_slots)),
     }
 
 
@@ -325,17 +326,42 @@ COLUMN_CSS = """
 """
 
 
+#: in the browser, the page is ready: Bokeh has rendered the page's root and, on a page whose
+#: widgets are built as the reader reaches them (`data-lazy-slots` on <body>: how many), every slot
+#: has rendered and none in the window is still waiting for its widget (`window.lowprecLazy`,
+#: app/static/exercises.js). The benchmark, the screenshots and the browser tests wait for this.
+PAGE_READY_JS = """() => {
+  if (!(window.Bokeh !== undefined && Bokeh.documents.length > 0 && Bokeh.index !== undefined
+        && Object.keys(Bokeh.index).length > 0)) return false;
+  const n = Number(document.body.dataset.lazySlots || 0);
+  if (n === 0) return true;
+  const lazy = window.lowprecLazy;
+  return lazy !== undefined && lazy.total() >= n && lazy.waitingInView() === 0;
+}"""
+#: in the browser, every widget of the page is built (none is waiting in its slot)
+PAGE_COMPLETE_JS = """() => {
+  const n = Number(document.body.dataset.lazySlots || 0);
+  if (n === 0) return true;
+  const lazy = window.lowprecLazy;
+  return lazy !== undefined && lazy.total() >= n && lazy.waiting() === 0;
+}"""
+
+
+def placed(obj: Any) -> Any:
+    """`obj` as it sits on a page: a widget (a `pn.viewable.Viewer`) as its view, which remembers
+    the widget in `_lowprec_widget` (the export finds a widget's controls through it); anything
+    else as it is."""
+    if isinstance(obj, pn.viewable.Viewer):
+        view: Any = pn.panel(obj)
+        view._lowprec_widget = obj
+        return view
+    return obj
+
+
 def frame(objects: list[Any], chrome: Chrome) -> tuple[pn.Column, dict[str, Any]]:
     """The page's Panel root (its objects styled for the site) and the template variables. A
-    widget (a `pn.viewable.Viewer`, also inside an `exercises.LockRegion`) is placed as its view,
-    which remembers the widget in `_lowprec_widget` (the export finds a widget's controls through it)."""
-    def placed(obj: Any) -> Any:
-        if isinstance(obj, pn.viewable.Viewer):
-            view: Any = pn.panel(obj)
-            view._lowprec_widget = obj
-            return view
-        return obj
-
+    widget (a `pn.viewable.Viewer`, also inside an `exercises.LockRegion`) is placed as its view
+    (`placed`)."""
     views = []
     for obj in objects:
         if isinstance(obj, LockRegion):  # a widget or an explanation hidden until a prediction is answered

@@ -68,9 +68,10 @@ class PlacedWidget:
     shows them outside the hidden part, so a bad link is never silent)."""
 
     name: str
-    widget: Any  # the Viewer, or None when it could not be built
+    widget: Any  # the Viewer, or None when it could not be built (or is not built yet)
     prefix: str
     url_alert: Any = None
+    lazy: bool = False  # built when the browser asks for it (`LazyWidget`)
 
 
 @dataclass
@@ -219,9 +220,62 @@ def _drop_oversized_query_values(location: Any) -> dict[str, int]:
     return oversized
 
 
-def lesson_body(lesson: Lesson) -> tuple[list[pn.viewable.Viewable], list[PlacedWidget]]:
+class LazyWidget(pn.Column):
+    """A widget of a served lesson page, built when the browser asks for it. The page goes out
+    with its prose and, in each widget's place, an `exercises.LazySlot`; the page's script asks for
+    the widget when the slot nears the view (else in the background, one at a time, once the page
+    is idle), and `build()` then makes the widget, syncs it with the URL, styles it as
+    `layout.frame` styles a page (`layout.finish`) and swaps it in. A lesson with six simulation
+    widgets no longer builds, sends and draws all six before the reader sees its first line."""
+
+    def __init__(self, item: PlacedWidget, params: dict[str, Any], sync: bool = True) -> None:
+        from lowprec.app.exercises import LazySlot, lazy_spec
+
+        self.item = item
+        self.built = False
+        self._params = dict(params)
+        self._sync = sync
+        self.slot = LazySlot(lazy_spec(item.name, WIDGETS[item.name].title))
+        super().__init__(self.slot, sizing_mode="stretch_width", margin=0)
+        self.slot.param.watch(self._on_request, "requested")
+
+    def _on_request(self, event: param.parameterized.Event) -> None:
+        if event.new:
+            self.build()
+
+    def build(self) -> None:
+        """Build the widget and show it in place of the slot (once; later calls do nothing)."""
+        if self.built:
+            return
+        self.built = True
+        widget, view = build_widget(self.item.name, self._params)
+        self.item.widget = widget
+        if self._sync and widget is not None:
+            sync_url([self.item])
+        holder = pn.Column(layout.placed(view), sizing_mode="stretch_width", margin=0)
+        layout.finish(holder)
+        self.objects = list(holder.objects)
+
+
+def _addressed(prefix: str, query: frozenset[str]) -> bool:
+    """Whether the URL query names a parameter of the widget with this prefix."""
+    return any(q.startswith(prefix) for q in query)
+
+
+def _query_names() -> frozenset[str]:
+    """The parameter names of the current session's URL query (empty outside a server)."""
+    try:
+        return frozenset(str(k) for k in (pn.state.session_args or {}))
+    except Exception:  # noqa: BLE001 — no session: nothing addressed
+        return frozenset()
+
+
+def lesson_body(lesson: Lesson, lazy: bool = False, query: frozenset[str] = frozenset(),
+                sync: bool = False) -> tuple[list[pn.viewable.Viewable], list[PlacedWidget]]:
     """The lesson's Markdown, widgets and interactive blocks as Panel objects, in order, and the
-    widgets placed.
+    widgets placed. With `lazy` (served pages) a widget is a `LazyWidget`, built when the browser
+    asks for it, unless the URL query (`query`: its parameter names) addresses it: a link that sets
+    a widget's parameters gets that widget at once, with any refused value reported at once.
 
     Predictions, explanations and exercises become `app.exercises` components (client-side: they
     work the same on exported pages). The first widget after a prediction is placed in an
@@ -247,13 +301,19 @@ def lesson_body(lesson: Lesson) -> tuple[list[pn.viewable.Viewable], list[Placed
             counts[block.name] = counts.get(block.name, 0) + 1
             k = counts[block.name]
             prefix = f"{block.name}{'' if k == 1 else k}."
-            widget, view = build_widget(block.name, dict(block.params))
+            view: Any
+            if lazy and not _addressed(prefix, query):
+                item = PlacedWidget(block.name, None, prefix, lazy=True)
+                view = LazyWidget(item, dict(block.params), sync=sync)
+            else:
+                widget, view = build_widget(block.name, dict(block.params))
+                item = PlacedWidget(block.name, widget, prefix)
+            placed.append(item)
             if lock is None:
-                placed.append(PlacedWidget(block.name, widget, prefix))
                 objects.append(view)
             else:
                 region = exercises.locked(view, lock)
-                placed.append(PlacedWidget(block.name, widget, prefix, url_alert=region.alert))
+                item.url_alert = region.alert
                 objects.append(region)
             lock = None
         else:
@@ -350,17 +410,19 @@ def caption(text: str) -> pn.pane.Markdown:
 # ------------------------------------------------------------------------------------------------
 
 
-def lesson_page(lesson: Lesson, sync: bool = True, suffix: str = "") -> Page:
-    """A lesson rendered with its widgets (URL-synced when served)."""
-    objects, placed = lesson_body(lesson)
+def lesson_page(lesson: Lesson, sync: bool = True, suffix: str = "", lazy: bool = False) -> Page:
+    """A lesson rendered with its widgets (URL-synced when served; with `lazy`, each widget the
+    URL does not address is built when the browser asks for it: `LazyWidget`)."""
+    objects, placed = lesson_body(lesson, lazy=lazy, query=_query_names() if lazy else frozenset(), sync=sync)
     if sync:
         sync_url(placed)
     route = lesson_route(lesson)
     rewrite_site_links(objects, 1, suffix)
     crumbs: list[tuple[str, str | None]] = [("Start", ""), ("Lessons", "#lessons"),
                                             (f"{lesson.order}. {lesson.title}", None)]
-    return Page(route, f"{lesson.title} · lowprec", objects, placed,
-                chrome(route, lesson.title, suffix, crumbs))
+    page_chrome = chrome(route, lesson.title, suffix, crumbs)
+    page_chrome.lazy_slots = sum(p.lazy for p in placed)
+    return Page(route, f"{lesson.title} · lowprec", objects, placed, page_chrome)
 
 
 def widget_page(name: str, params: dict[str, Any] | None = None, sync: bool = True,
@@ -393,15 +455,17 @@ def _glossary_lesson() -> Lesson:
                   text="\n".join(lines) + "\n", body_line=body_line)
 
 
-def glossary_page(sync: bool = True, suffix: str = "") -> Page:
+def glossary_page(sync: bool = True, suffix: str = "", lazy: bool = False) -> Page:
     """`content/glossary.md`: Markdown (placeholders and widgets allowed, as in a lesson)."""
-    objects, placed = lesson_body(_glossary_lesson())
+    objects, placed = lesson_body(_glossary_lesson(), lazy=lazy, query=_query_names() if lazy else frozenset(),
+                                  sync=sync)
     if sync:
         sync_url(placed)
     rewrite_site_links(objects, 0, suffix)
     crumbs: list[tuple[str, str | None]] = [("Start", ""), ("Glossary", None)]
-    return Page(ROUTE_GLOSSARY, "Glossary · lowprec", objects, placed,
-                chrome(ROUTE_GLOSSARY, "Glossary", suffix, crumbs))
+    page_chrome = chrome(ROUTE_GLOSSARY, "Glossary", suffix, crumbs)
+    page_chrome.lazy_slots = sum(p.lazy for p in placed)
+    return Page(ROUTE_GLOSSARY, "Glossary · lowprec", objects, placed, page_chrome)
 
 
 def lab_lessons() -> list[Lesson]:
@@ -469,20 +533,22 @@ def landing_page(suffix: str = "", sync: bool = True) -> Page:
 # ------------------------------------------------------------------------------------------------
 
 
-def build_page(route: str, suffix: str = "", sync: bool = True) -> Page:
-    """The page at `route` (see the module docstring); ValueError for an unknown route."""
+def build_page(route: str, suffix: str = "", sync: bool = True, lazy: bool = False) -> Page:
+    """The page at `route` (see the module docstring); ValueError for an unknown route. `lazy`:
+    the widgets of a lesson (or of the glossary) are built when the browser asks for them
+    (served pages; a widget page and the start page show their widget at once either way)."""
     route = route.strip("/")
     if route == ROUTE_HOME:
         return landing_page(suffix=suffix, sync=sync)
     if route == ROUTE_GLOSSARY and has_glossary():
-        return glossary_page(sync=sync, suffix=suffix)
+        return glossary_page(sync=sync, suffix=suffix, lazy=lazy)
     kind, _, name = route.partition("/")
     if kind == "widget" and name in WIDGETS:
         return widget_page(name, sync=sync, suffix=suffix)
     if kind == "lesson":
         lesson = next((x for x in load_lessons() if x.slug == name), None)
         if lesson is not None:
-            return lesson_page(lesson, sync=sync, suffix=suffix)
+            return lesson_page(lesson, sync=sync, suffix=suffix, lazy=lazy)
     known = ", ".join(repr(r) for r in route_names())
     raise ValueError(f"unknown page {route!r}; pages: {known}")
 
@@ -497,8 +563,9 @@ def route_names() -> list[str]:
 
 
 def served(route: str) -> pn.viewable.Viewable:
-    """Build `route` for the current server session: framed, URL-synced, in the site template."""
-    return build_page(route, sync=True).serve()
+    """Build `route` for the current server session: framed, URL-synced, in the site template, a
+    lesson's widgets built as the reader reaches them (`LazyWidget`)."""
+    return build_page(route, sync=True, lazy=True).serve()
 
 
 def routes() -> dict[str, Callable[[], pn.viewable.Viewable]]:

@@ -3,7 +3,8 @@
 `python -m lowprec.app.screenshots OUT [--site DIR | --url URL] [--widths 1400 390] [--theme light|dark]
 [--pages ROUTE ...] [--locked]` starts `lowprec serve` on a free port (or opens an exported site from disk
 with `--site`, or uses a running server with `--url`), opens each page in Debian's headless Chromium
-through Playwright (the test extra), waits until Bokeh has rendered, and writes
+through Playwright (the test extra), waits until the page is ready (`layout.PAGE_READY_JS`) and every
+widget of it is built (a served lesson builds its widgets as the reader reaches them), and writes
 `OUT/<route>@<width>[-dark].png` (full page) plus `OUT/index.txt`: per shot the seconds to page
 ready, whether the page scrolls sideways, and any console or page error. Every prediction of the
 course is marked answered in the page's progress store first, so the widgets locked behind them show
@@ -23,13 +24,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from lowprec.app.layout import PAGE_COMPLETE_JS, PAGE_READY_JS
+
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run",
                  "--allow-file-access-from-files"]
-#: the page is ready when Bokeh has rendered every root of the page
-READY_JS = ("() => window.Bokeh !== undefined && Bokeh.documents.length > 0 && Bokeh.index !== undefined"
-            " && Object.keys(Bokeh.index).length > 0")
 
 
 def free_port() -> int:
@@ -125,8 +125,9 @@ def take(pages: list[str], out: Path, widths: list[int], theme: str, base: str =
                     page.on("pageerror", on_error)
                     start = time.perf_counter()
                     page.goto(page_url(base, route, site), timeout=180_000)
-                    page.wait_for_function(READY_JS, timeout=180_000)
+                    page.wait_for_function(PAGE_READY_JS, timeout=180_000)
                     ready = time.perf_counter() - start
+                    page.wait_for_function(PAGE_COMPLETE_JS, timeout=180_000)  # the whole page is shot
                     page.wait_for_timeout(settle_ms)
                     sideways = page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth")
                     path = out / shot_name(route, width, theme)

@@ -11,12 +11,15 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any, Callable
 
+from lowprec.app.layout import PAGE_COMPLETE_JS, PAGE_READY_JS
+
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
-#: Bokeh has rendered every root of the page
-READY_JS = ("() => window.Bokeh !== undefined && Bokeh.documents.length > 0 && Bokeh.index !== undefined"
-            " && Object.keys(Bokeh.index).length > 0")
+#: the page is ready (Bokeh rendered it; no widget in the window still waits to be built) and
+#: complete (every widget of a served lesson is built): `layout.PAGE_READY_JS` / `PAGE_COMPLETE_JS`
+READY_JS = PAGE_READY_JS
+COMPLETE_JS = PAGE_COMPLETE_JS
 PROSE_MAX_PX = 800  # a lesson's Markdown at 1400 px: at most this wide
 PHONE_PX = 390
 
@@ -124,7 +127,9 @@ def check_site_page(page: Any, lesson_index: int | None, lesson_urls: list[str])
     """The site checks of one loaded page at 1400 px (see the module docstring), then at phone
     width; returns the problems found ('' list: none). `lesson_index` is the page's position in the
     course (None: not a lesson); `lesson_urls` the course's page URLs in order. Every prediction
-    is answered first (the widgets behind them shown)."""
+    is answered first (the widgets behind them shown), and every widget of a served lesson is
+    built first (they are built as the reader reaches them), so axe checks them too."""
+    page.wait_for_function(COMPLETE_JS, timeout=180_000, polling=100)
     answer_every_prediction(page)
     problems = [f"axe: {v}" for v in axe_serious(page)]
     if lesson_index is not None:

@@ -153,3 +153,94 @@ def test_url_text_values_arrive_as_typed(text: str) -> None:
     loc = Location(search=f"?value={quote(text)}")
     pages.sync_url([pages.PlacedWidget("BinExplorer", w, "")], location=loc)
     assert w.value == text and w.error == "" and not w._alert.visible
+
+
+# ------------------------------------------------------------------------------------------------
+# served lessons build their widgets as the reader reaches them (pages.LazyWidget)
+# ------------------------------------------------------------------------------------------------
+
+
+def _lesson(slug: str) -> Any:
+    return next(x for x in load_lessons() if x.slug == slug)
+
+
+def test_a_lazy_lesson_goes_out_with_slots_and_no_widget_models() -> None:
+    """The served form of a lesson: one slot per widget directive, nothing of any widget in the
+    page's models (no figure, no table), and the count in <body data-lazy-slots> for the page's
+    readiness check."""
+    from bokeh.models import DataTable, Plot
+
+    from lowprec.app.exercises import LazySlot
+    from lowprec.app.layout import template
+
+    lesson = _lesson("stateful-quantizers-under-recompute")
+    directives = [b for b in render_blocks(lesson) if isinstance(b, WidgetDirective)]
+    page = pages.lesson_page(lesson, sync=False, lazy=True)
+    assert [p.name for p in page.placed] == [d.name for d in directives]
+    assert all(p.lazy and p.widget is None for p in page.placed)
+    root, variables = page.render()
+    assert len(root.select(pages.LazyWidget)) == len(directives) == 6
+    assert len(root.select(LazySlot)) == 6
+    from bokeh.document import Document
+
+    model = root.get_root(Document())
+    kinds = {type(m) for m in model.references()}
+    assert not any(issubclass(k, (Plot, DataTable)) for k in kinds), kinds
+    assert variables["lp_lazy"] == "6"
+    from bokeh.core.templates import MACROS
+
+    assert 'data-lazy-slots="6"' in template().render(docs=[], plot_script="", title="t", macros=MACROS,
+                                                       **variables)
+    eager = pages.lesson_page(lesson, sync=False)
+    assert eager.chrome.lazy_slots == 0 and all(p.widget is not None for p in eager.placed)
+
+
+def test_a_lazy_widget_once_built_is_the_widget_the_page_would_have_built() -> None:
+    """`build()` swaps the slot for the widget built from the directive's parameters, placed and
+    styled as `layout.frame` places and styles a page (the same stylesheets on its Markdown and
+    rows), with the same numbers as the widget built with the page; a second call does nothing."""
+    from lowprec.app.layout import MARKDOWN_CSS, ROW_STACK_CSS
+
+    lesson = _lesson("range-vs-resolution")
+    lazy_page = pages.lesson_page(lesson, sync=False, lazy=True)
+    eager_page = pages.lesson_page(lesson, sync=False)
+    lazy_root, _ = lazy_page.render()
+    eager_root, _ = eager_page.render()
+    slots = lazy_root.select(pages.LazyWidget)
+    assert [s.item.name for s in slots] == ["BinChallenge", "Conventions", "BinExplorer"]
+    explorer = slots[2]
+    explorer.build()
+    assert explorer.built and explorer.item.widget is lazy_page.placed[2].widget
+    (view,) = explorer.objects
+    widget = view._lowprec_widget
+    assert type(widget).__name__ == "BinExplorer" and widget is explorer.item.widget
+    reference = eager_page.placed[2].widget
+    for key in ("format", "value", "overflow", "compare_format"):
+        assert getattr(widget, key) == getattr(reference, key), key
+    assert widget.view.main.code == reference.view.main.code
+    assert all(MARKDOWN_CSS in md.stylesheets for md in explorer.select(pn.pane.Markdown))
+    assert any(ROW_STACK_CSS in row.stylesheets for row in explorer.select(pn.Row))
+    explorer.build()
+    assert explorer.objects == [view]  # built once
+    # the other slots are still waiting
+    assert [s.built for s in slots] == [False, False, True]
+
+
+def test_a_widget_the_url_addresses_is_built_with_the_page() -> None:
+    """A link that sets a widget's parameters gets that widget at once (a refused value is then
+    reported at once); the lesson's other widgets still wait for the reader."""
+    lesson = _lesson("range-vs-resolution")
+    objects, placed = pages.lesson_body(lesson, lazy=True, query=frozenset({"BinExplorer.value"}))
+    assert [(p.name, p.lazy, p.widget is not None) for p in placed] == [
+        ("BinChallenge", True, False), ("Conventions", True, False), ("BinExplorer", False, True)]
+
+
+def test_a_lazy_slot_asking_for_its_widget_builds_it() -> None:
+    """The page's request (the slot's `requested`, set by the browser) is what builds the widget."""
+    lesson = _lesson("moving-the-grid")
+    root, _ = pages.lesson_page(lesson, sync=False, lazy=True).render()
+    slot = root.select(pages.LazyWidget)[0]
+    assert not slot.built
+    slot.slot.requested = True
+    assert slot.built and slot.item.widget is not None
+    assert type(slot.objects[0]._lowprec_widget).__name__ == "BinExplorer"

@@ -23,7 +23,15 @@ from urllib.parse import urlparse
 
 import pytest
 
-from tests.browser import CHROMIUM, CHROMIUM_ARGS, WatchedPage, answer_every_prediction, check_site_page
+from tests.browser import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    COMPLETE_JS,
+    READY_JS,
+    WatchedPage,
+    answer_every_prediction,
+    check_site_page,
+)
 
 pytestmark = [pytest.mark.ui, pytest.mark.xdist_group("served-site")]
 
@@ -107,9 +115,7 @@ class Watched(WatchedPage):
         until every view has finished rendering (`document.is_idle`: the browser then sends
         `document_ready`, without which Panel drops the plot updates a widget makes under hold())."""
         self.page.goto(url)
-        self.page.wait_for_function(
-            "() => window.Bokeh !== undefined && Bokeh.documents.length > 0"
-            " && Bokeh.index !== undefined && Object.keys(Bokeh.index).length > 0", timeout=60000)
+        self.page.wait_for_function(READY_JS, timeout=60000)
         if idle:
             self.page.wait_for_load_state("networkidle", timeout=60000)
             self.wait_document_ready()
@@ -266,6 +272,34 @@ def test_lesson_widget_works_and_refuses_a_bad_url_value(server: str, browser: A
     algo.select_option("most_recent")
     wait_until(lambda: w.source_data("delayed_amax_used") == expected)
     wait_until(lambda: "DelayedSpike.algo=most_recent" in w.url())
+    w.check_clean()
+    w.page.close()
+
+
+def test_lesson_widgets_are_built_as_the_reader_reaches_them(server: str, browser: Any) -> None:
+    """A served lesson goes out with its prose and one slot per widget: the slots are built in the
+    background without any scrolling (the locked ones too); a widget built that way shows what its
+    directive asks (460 in E4M3FN rounds to 448, as ml_dtypes rounds it), works, and follows the URL
+    with its prefix like a widget built with the page."""
+    import ml_dtypes
+    import numpy as np
+
+    expected = float(np.float32(460.0).astype(ml_dtypes.float8_e4m3fn).astype(np.float32))
+    w = Watched(browser, server)
+    w.open(f"{server}/lesson/range-vs-resolution", idle=False)
+    assert w.page.evaluate("() => document.body.dataset.lazySlots") == "3"
+    assert w.page.evaluate("() => window.lowprecLazy.total()") == 3
+    w.page.wait_for_function(COMPLETE_JS, timeout=120_000, polling=100)
+    answer_every_prediction(w.page)
+    box = w.page.get_by_placeholder("3.3, 1e-3, -0, inf, nan, 0x1.8p3")
+    box.scroll_into_view_if_needed()
+    w.wait_document_ready()
+    wait_until(lambda: expected in (w.source_data("x", "interval") or []))
+    assert expected == 448.0
+    box.fill("0x1.8p3")
+    box.press("Enter")
+    wait_until(lambda: 12.0 in (w.source_data("x", "interval") or []))
+    wait_until(lambda: "BinExplorer.value=0x1.8p3" in w.url())
     w.check_clean()
     w.page.close()
 

@@ -265,6 +265,9 @@ button:focus-visible, input:focus-visible, .lp-bit:focus-visible {
 .lp-bit[aria-pressed=true] { background: var(--lp-field-tint); }
 .lp-gap { width: 8px; }
 .lp-current { font-family: monospace; margin: 4px 0; }
+.lp-lazy { min-height: 320px; border: 1px dashed #9aa3b2; border-radius: 6px; padding: 10px 14px; margin: 10px 0;
+  color: #3d4451; }
+.lp-lazy-note { font-style: italic; margin: 4px 0; }
 `
 
 function el(tag, attrs = {}, children = []) {
@@ -492,7 +495,85 @@ function renderChallenge(model, spec) {
   return root
 }
 
-const VIEWS = {exercise: renderExercise, prediction: renderPrediction, lock: renderLock, challenge: renderChallenge}
+// A widget built when it is needed (served lesson pages; lowprec.app.pages.LazyWidget): the slot
+// holds the widget's place and asks the server for it (`model.requested = true`) when it comes
+// within half a window of the view, or else in the background, one slot at a time in page order,
+// once nothing else is loading; the server then swaps the slot for the widget (the slot's view is
+// removed). `window.lowprecLazy` says what is still waiting (tests, the page-ready benchmark).
+const LAZY = {slots: new Map(), timer: null, observer: null}
+const LAZY_SWEEP_MS = 400  // how often the background sweep looks for the next slot to load
+
+function lazyRequest(slot) {
+  if (slot.requested || slot.done) return
+  slot.requested = true
+  slot.root.setAttribute("data-state", "loading")
+  slot.model.requested = true
+}
+
+function lazySweep() {
+  LAZY.timer = null
+  const slots = [...LAZY.slots.values()]
+  if (!slots.some((s) => s.requested && !s.done)) {
+    const next = slots.find((s) => !s.requested && !s.done)
+    if (next) lazyRequest(next)
+  }
+  if (slots.some((s) => !s.done)) lazySchedule(LAZY_SWEEP_MS)
+}
+
+function lazySchedule(ms) {
+  if (LAZY.timer === null) LAZY.timer = setTimeout(lazySweep, ms)
+}
+
+function lazyObserver() {
+  if (LAZY.observer === null && typeof IntersectionObserver !== "undefined") {
+    LAZY.observer = new IntersectionObserver((entries) => {
+      for (const entry of entries) {
+        if (!entry.isIntersecting) continue
+        for (const slot of LAZY.slots.values()) if (slot.root === entry.target) lazyRequest(slot)
+      }
+    }, {rootMargin: "50% 0px"})
+  }
+  return LAZY.observer
+}
+
+function inView(node) {
+  const r = node.getBoundingClientRect()
+  return r.height > 0 && r.bottom > 0 && r.top < window.innerHeight
+}
+
+function renderLazy(model, spec) {
+  const root = el("div", {class: "lp-lazy", "data-lazy": spec.name, "data-state": "waiting", "aria-busy": "true"}, [
+    el("p", {class: "lp-kicker", text: spec.title}),
+    el("p", {class: "lp-lazy-note", text: spec.note})])
+  let slot = LAZY.slots.get(model.id)
+  if (slot === undefined) {
+    slot = {model, root, requested: false, done: false}
+    LAZY.slots.set(model.id, slot)
+    model.on("remove", () => {  // the server swapped this slot for its widget
+      slot.done = true
+      if (LAZY.observer) LAZY.observer.unobserve(slot.root)
+    })
+  } else {  // Bokeh rendered the slot again: keep its state, watch the new element
+    if (LAZY.observer) LAZY.observer.unobserve(slot.root)
+    slot.root = root
+    if (slot.requested) root.setAttribute("data-state", "loading")
+  }
+  const observer = lazyObserver()
+  if (observer) observer.observe(root)
+  else lazyRequest(slot)  // no IntersectionObserver: load at once
+  lazySchedule(spec.sweep_ms)
+  return root
+}
+
+if (typeof window !== "undefined") {
+  window.lowprecLazy = {
+    total: () => LAZY.slots.size,
+    waiting: () => [...LAZY.slots.values()].filter((s) => !s.done).length,
+    waitingInView: () => [...LAZY.slots.values()].filter((s) => !s.done && s.root.isConnected && inView(s.root)).length,
+  }
+}
+
+const VIEWS = {exercise: renderExercise, prediction: renderPrediction, lock: renderLock, challenge: renderChallenge, lazy: renderLazy}
 
 export function render({model, view}) {
   const wrapper = el("div", {class: "lp-component"})
