@@ -250,18 +250,21 @@ class LockMarker(LessonComponent):
 
 
 class LazySlot(LessonComponent):
-    """Where a widget will be, on a served lesson page, until the browser asks for it: the
-    page's script sets `requested` when the slot comes near the view (or in the background, one
-    slot at a time, once nothing else is loading); `pages.LazyWidget` then builds the widget and
-    swaps it in. `spec`: {"role": "lazy", "name", "title", "note", "sweep_ms"}."""
+    """Where a widget will be on a lesson page until the browser draws it: the page's script asks
+    when the slot comes near the view (or in the background, one slot at a time, once nothing else
+    is loading). Served, it sets `requested` and `pages.LazyWidget` builds the widget and swaps it
+    in; exported, the widget's models wait in the slot's `tags` and the page swaps them in
+    (`export._defer_widgets`). `spec`: `lazy_spec`."""
 
     requested = param.Boolean(default=False, doc="set by the page when the widget should be built")
 
 
-def lazy_spec(name: str, title: str, sweep_ms: int = 1000) -> dict[str, Any]:
+def lazy_spec(name: str, title: str, sweep_ms: int = 1000, offline: bool = False) -> dict[str, Any]:
     """The data of a lazy slot: the widget's class name and title, the note it shows while it
-    waits, and how long after the page renders the background loading starts."""
-    return {"role": "lazy", "name": name, "title": title, "sweep_ms": sweep_ms,
+    waits, how long after the page renders the background loading starts, and whether the
+    widget's models are already in the page (`offline`: an exported page, where the slot's
+    `tags` hold the widget's view and the page swaps it in) or come from the server."""
+    return {"role": "lazy", "name": name, "title": title, "sweep_ms": sweep_ms, "offline": offline,
             "note": "The widget is loading; it is built when you scroll to it."}
 
 
@@ -271,9 +274,12 @@ class LockRegion(pn.Column):
     An exporter that swaps a widget for its own view of it replaces `region.content.objects`."""
 
     def __init__(self, view: Any, lock: str, *, note: str = "", label: str = "", explains: bool = False) -> None:
+        from lowprec.app.layout import placed  # layout builds on this module
+
         self.view = view
         self.lock = lock
-        self.content = pn.Column(view, visible=False, sizing_mode="stretch_width", margin=0)
+        # a widget as its view that remembers the widget (the export finds a locked widget by it)
+        self.content = pn.Column(placed(view), visible=False, sizing_mode="stretch_width", margin=0)
         # outside the hidden part: a refused URL value for the locked widget shows here at once
         self.alert = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width",
                                    css_classes=["lp-unlocked"])

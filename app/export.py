@@ -472,7 +472,38 @@ def _build_document(route: str, bins: Any) -> tuple[Any, dict[str, Any], str, di
     for item in bin_widgets:
         report[f"{item.prefix or 'BinExplorer.'}value"] = ["any value"]
     config = {"states": states, "binexplorers": offline_bins}
+    if route.strip("/").startswith("lesson/") or route.strip("/") == pages.ROUTE_GLOSSARY:
+        variables["lp_lazy"] = str(_defer_widgets(doc, root, model, comm, page.placed))
     return doc, variables, page.title, report, config
+
+
+def _defer_widgets(doc: Any, root: Any, model: Any, comm: Any, placed: list[pages.PlacedWidget]) -> int:
+    """An exported lesson draws each widget as the reader reaches it, as a served one does: the
+    widget's Bokeh models stay in the document (its offline states and the bin explorer's engine
+    address them by id, and they are themed with the rest), held in the `tags` of an
+    `exercises.LazySlot` that takes the widget's place among its parent's children; the page's
+    script swaps the widget back in when the slot nears the view, or in the background, one at a
+    time (app/static/exercises.js). Returns how many widgets wait in slots."""
+    import panel as pn
+
+    from lowprec.app.exercises import LazySlot, lazy_spec
+
+    ref = model.ref["id"]
+    count = 0
+    for item in placed:
+        if item.widget is None:
+            continue
+        view = next((o for o in root.select(lambda o: getattr(o, "_lowprec_widget", None) is item.widget)), None)
+        parent = next((p for p in root.select(pn.layout.ListPanel) if any(o is view for o in p.objects)), None)
+        if view is None or parent is None or ref not in view._models or ref not in parent._models:
+            continue
+        view_model, parent_model = view._models[ref][0], parent._models[ref][0]
+        slot = LazySlot(lazy_spec(item.name, pages.WIDGETS[item.name].title, offline=True))
+        slot_model = slot._get_model(doc, model, parent_model, comm)
+        slot_model.tags = [view_model]
+        parent_model.children = [slot_model if c is view_model else c for c in parent_model.children]
+        count += 1
+    return count
 
 
 def export_page(route: str, writer: SafeWriter, bins: Any) -> ExportedPage:

@@ -19,6 +19,7 @@ follows a format change; a compact state replays what the served widget computes
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import subprocess
@@ -33,7 +34,7 @@ import pytest
 
 from lowprec.app.commands import export_cmd
 from lowprec.app.export import PAGE_LIMIT, SITE_LIMIT, ExportError, available_routes, export, page_file, site_size
-from tests.browser import CHROMIUM, WatchedPage, check_site_page
+from tests.browser import CHROMIUM, COMPLETE_JS, READY_JS, WatchedPage, answer_every_prediction, check_site_page
 from tests.browser import CHROMIUM_ARGS as CHROMIUM_BASE_ARGS
 
 CHROMIUM_ARGS = CHROMIUM_BASE_ARGS + ["--allow-file-access-from-files"]
@@ -241,9 +242,7 @@ class Offline(WatchedPage):
     def open(self, path: Path, timeout_ms: int = 180_000) -> None:
         """Open a page and wait until Bokeh has rendered it and the site script has run."""
         self.page.goto(path.resolve().as_uri(), timeout=timeout_ms)
-        self.page.wait_for_function(
-            "() => window.Bokeh !== undefined && Bokeh.documents.length > 0 && Bokeh.index !== undefined"
-            " && Object.keys(Bokeh.index).length > 0", timeout=timeout_ms)
+        self.page.wait_for_function(READY_JS, timeout=timeout_ms)
         self.page.wait_for_timeout(1000)
 
     def check_clean(self) -> None:
@@ -482,5 +481,52 @@ def test_exported_compact_state_replays_the_widget(site: Path, browser: Any) -> 
     wait_until(lambda: w.column("delayed_amax_used") == before)
     assert "Offline page: only **algo**" in (site / "widget" / "DelayedSpike.html").read_text(encoding="utf-8") or \
         w.page.get_by_text("Offline page: only").count() > 0
+    w.check_clean()
+    w.page.close()
+
+
+def test_a_locked_widget_gets_its_note_and_its_own_live_control(tmp_path: Path) -> None:
+    """Widgets hidden behind a prediction are found like the others: each gets the note that says
+    what works offline, and each keeps its own control live (the six recompute steps each carry
+    states for their own `variant`; before, every plan fell back to the page's first such control)."""
+    (page,) = export(tmp_path / "s", ["lesson/range-vs-resolution"])
+    html = page.path.read_text(encoding="utf-8")
+    assert html.count("Offline page:") == 3  # BinChallenge (fixed), Conventions (format), BinExplorer
+    assert set(page.states) == {"Conventions.format", "BinExplorer.value"}
+    (lab,) = export(tmp_path / "t", ["lesson/stateful-quantizers-under-recompute"])
+    assert set(lab.states) == {f"RecomputeDivergence{k}.variant" for k in ("", "2", "3", "4", "5", "6")}
+    config = json.loads(re.search(r'<script type="application/json" id="lp-offline">(.*?)</script>',
+                                  lab.path.read_text(encoding="utf-8"), re.S).group(1))
+    assert len(config["states"]) == 6  # six controls, one per widget
+
+
+def test_an_exported_lesson_holds_its_widgets_in_slots(tmp_path: Path) -> None:
+    """An exported lesson draws its widgets as the reader reaches them: <body data-lazy-slots> counts
+    them; a widget page and the start page draw theirs at once."""
+    pages_ = export(tmp_path / "s", ["lesson/stateful-quantizers-under-recompute", "widget/DelayedSpike", ""])
+    counts = {p.route: re.search(r'data-lazy-slots="(\d+)"', p.path.read_text(encoding="utf-8")).group(1)
+              for p in pages_}
+    assert counts == {"lesson/stateful-quantizers-under-recompute": "6", "widget/DelayedSpike": "0", "": "0"}
+
+
+@pytest.mark.ui
+def test_an_exported_lesson_draws_its_widget_and_replays_its_states(site: Path, browser: Any) -> None:
+    """The DelayedSpike of an exported lesson waits in its slot, is drawn without scrolling (the
+    background loading), and once its prediction is answered its live control shows the columns the
+    widget computes, as on the widget's own page."""
+    from lowprec.app.widgets import DelayedSpike
+
+    expected = DelayedSpike(algo="most_recent").source_data["steps"]["delayed_amax_used"]
+    w = Offline(browser)
+    w.open(site / page_file("lesson/when-the-scale-is-measured"))
+    assert w.page.evaluate("() => document.body.dataset.lazySlots") == "1"
+    w.page.wait_for_function(COMPLETE_JS, timeout=120_000, polling=100)
+    answer_every_prediction(w.page)
+    before = w.column("delayed_amax_used")
+    assert before and before != expected
+    algo = w.page.locator("select:not([disabled])").filter(has=w.page.locator("option[value='most_recent']"))
+    algo.wait_for(state="visible")
+    algo.select_option("most_recent")
+    wait_until(lambda: w.column("delayed_amax_used") == expected)
     w.check_clean()
     w.page.close()

@@ -495,11 +495,13 @@ function renderChallenge(model, spec) {
   return root
 }
 
-// A widget built when it is needed (served lesson pages; lowprec.app.pages.LazyWidget): the slot
-// holds the widget's place and asks the server for it (`model.requested = true`) when it comes
-// within half a window of the view, or else in the background, one slot at a time in page order,
-// once nothing else is loading; the server then swaps the slot for the widget (the slot's view is
-// removed). `window.lowprecLazy` says what is still waiting (tests, the page-ready benchmark).
+// A widget drawn when it is needed (lesson pages): the slot holds the widget's place and asks for
+// it when it comes within half a window of the view, or else in the background, one slot at a time
+// in page order, once nothing else is loading. Served (lowprec.app.pages.LazyWidget) it asks the
+// server (`model.requested = true`), which builds the widget and swaps it in; exported
+// (lowprec.app.export._defer_widgets) the widget's models are already in the page, in the slot's
+// tags, and the slot swaps them in itself. Either way the slot's view is then removed.
+// `window.lowprecLazy` says what is still waiting (tests, the page-ready benchmark).
 const LAZY = {slots: new Map(), timer: null, observer: null}
 const LAZY_SWEEP_MS = 400  // how often the background sweep looks for the next slot to load
 
@@ -507,7 +509,18 @@ function lazyRequest(slot) {
   if (slot.requested || slot.done) return
   slot.requested = true
   slot.root.setAttribute("data-state", "loading")
-  slot.model.requested = true
+  if (slot.offline) setTimeout(() => lazySwapIn(slot), 0)
+  else slot.model.requested = true  // served: the server builds the widget and swaps it in
+}
+
+// An exported page: the widget's view model waits in the slot's tags; put it where the slot is.
+function lazySwapIn(slot) {
+  const parent = slot.view.parent
+  const own = slot.view.model
+  const widget = (own.tags || []).find((t) => t !== null && typeof t === "object" && t.id !== undefined
+                                            && t.properties !== undefined)
+  if (!parent || widget === undefined) return
+  parent.model.children = parent.model.children.map((c) => (c === own ? widget : c))
 }
 
 function lazySweep() {
@@ -541,13 +554,13 @@ function inView(node) {
   return r.height > 0 && r.bottom > 0 && r.top < window.innerHeight
 }
 
-function renderLazy(model, spec) {
+function renderLazy(model, spec, view) {
   const root = el("div", {class: "lp-lazy", "data-lazy": spec.name, "data-state": "waiting", "aria-busy": "true"}, [
     el("p", {class: "lp-kicker", text: spec.title}),
     el("p", {class: "lp-lazy-note", text: spec.note})])
   let slot = LAZY.slots.get(model.id)
   if (slot === undefined) {
-    slot = {model, root, requested: false, done: false}
+    slot = {model, root, view, offline: spec.offline === true, requested: false, done: false}
     LAZY.slots.set(model.id, slot)
     model.on("remove", () => {  // the server swapped this slot for its widget
       slot.done = true
@@ -556,6 +569,7 @@ function renderLazy(model, spec) {
   } else {  // Bokeh rendered the slot again: keep its state, watch the new element
     if (LAZY.observer) LAZY.observer.unobserve(slot.root)
     slot.root = root
+    slot.view = view
     if (slot.requested) root.setAttribute("data-state", "loading")
   }
   const observer = lazyObserver()
