@@ -19,6 +19,9 @@ Page contract (what tests and the site's navigation rely on):
   id>"` (an explanation also `data-explains`) and `data-state="locked"` / `"open"`; its content is
   built server side, starts invisible and is shown (its Bokeh model's `visible`) once the
   prediction is answered;
+- a lazy slot (`LazySlot`, where a lesson's widget will be drawn) carries `data-lazy="<Widget>"`
+  and `data-state="waiting"` / `"loading"`; `window.lowprecLazy` has `total()`, `waiting()` and
+  `waitingInView()` (the page-ready check, `layout.PAGE_READY_JS`);
 - progress is the localStorage key `lowprec-progress` (`PROGRESS_KEY`): a JSON object mapping
   `"<slug>/<id>"` to `"correct"` | `"incorrect"` (the last check of an exercise) or `"answered"`
   (a prediction); every write dispatches the window event `lowprec-progress` (`PROGRESS_EVENT`,

@@ -10,6 +10,12 @@ a view: a widget page uses the bare parameter names (`/widget/BinExplorer?format
 a lesson page prefixes them with the widget name (`BinExplorer.value=…`; a second widget of the same
 class gets `BinExplorer2.value=…`).
 
+Served lessons (and the glossary) build their widgets as the reader reaches them
+(`LazyWidget`): the page goes out with its prose and a slot per widget, and each widget is built
+when its slot nears the window, or in the background once the page is idle; a widget the URL
+addresses is built with the page. A widget page and the start page build theirs at once. An
+exported lesson does the same in the browser (`export._defer_widgets`).
+
 Routes: `ROUTE_HOME` (""), `glossary` (when `content/glossary.md` exists), `lesson/<slug>`,
 `widget/<Name>`. Links between pages are relative and written for the served site; lesson Markdown
 links another page by its route relative to the lesson page (`../glossary#term`,

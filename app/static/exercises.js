@@ -266,7 +266,7 @@ button:focus-visible, input:focus-visible, .lp-bit:focus-visible {
 .lp-gap { width: 8px; }
 .lp-current { font-family: monospace; margin: 4px 0; }
 .lp-lazy { min-height: 320px; border: 1px dashed #9aa3b2; border-radius: 6px; padding: 10px 14px; margin: 10px 0;
-  color: #3d4451; }
+  color: #3d4451; background: #fbfcff; }
 .lp-lazy-note { font-style: italic; margin: 4px 0; }
 `
 
