@@ -76,6 +76,7 @@ __all__ = [
     "lazy_spec",
     "lock_spec",
     "locked",
+    "placed",
     "prediction_spec",
 ]
 
@@ -271,14 +272,23 @@ def lazy_spec(name: str, title: str, sweep_ms: int = 1000, offline: bool = False
             "note": "The widget is loading; it is built when you scroll to it."}
 
 
+def placed(obj: Any) -> Any:
+    """`obj` as it sits on a page: a widget (a `pn.viewable.Viewer`) as its view, which remembers
+    the widget in `_lowprec_widget` (the export finds a widget's controls through it, also inside
+    a `LockRegion`); anything else as it is. (`layout.placed`: the same function.)"""
+    if isinstance(obj, pn.viewable.Viewer):
+        view: Any = pn.panel(obj)
+        view._lowprec_widget = obj
+        return view
+    return obj
+
+
 class LockRegion(pn.Column):
     """A `LockMarker` and, hidden until prediction `lock` is answered, `view` (a widget's view or an
     explanation). The region's element carries `data-locked-by`; `view` is built either way.
     An exporter that swaps a widget for its own view of it replaces `region.content.objects`."""
 
     def __init__(self, view: Any, lock: str, *, note: str = "", label: str = "", explains: bool = False) -> None:
-        from lowprec.app.layout import placed  # layout builds on this module
-
         self.view = view
         self.lock = lock
         # a widget as its view that remembers the widget (the export finds a locked widget by it)

@@ -33,7 +33,7 @@ import panel as pn
 import param
 from panel.theme.native import Native, NativeDefaultTheme
 
-from lowprec.app.exercises import LessonComponent, LockRegion
+from lowprec.app.exercises import LessonComponent, LockRegion, placed
 from lowprec.app.theme import CSS_VARIABLES, theme_table, wrap_row
 
 __all__ = ["NavLesson", "PAGE_COMPLETE_JS", "PAGE_READY_JS", "PROSE_MAX", "STATIC_DIR", "STATIC_ROUTE", "Chrome", "finish", "frame", "href", "placed",
@@ -345,17 +345,6 @@ PAGE_COMPLETE_JS = """() => {
   const lazy = window.lowprecLazy;
   return lazy !== undefined && lazy.total() >= n && lazy.waiting() === 0;
 }"""
-
-
-def placed(obj: Any) -> Any:
-    """`obj` as it sits on a page: a widget (a `pn.viewable.Viewer`) as its view, which remembers
-    the widget in `_lowprec_widget` (the export finds a widget's controls through it); anything
-    else as it is."""
-    if isinstance(obj, pn.viewable.Viewer):
-        view: Any = pn.panel(obj)
-        view._lowprec_widget = obj
-        return view
-    return obj
 
 
 def frame(objects: list[Any], chrome: Chrome) -> tuple[pn.Column, dict[str, Any]]:

@@ -254,12 +254,20 @@ class LazyWidget(pn.Column):
         if self.built:
             return
         self.built = True
-        widget, view = build_widget(self.item.name, self._params)
-        self.item.widget = widget
-        if self._sync and widget is not None:
-            sync_url([self.item])
-        holder = pn.Column(layout.placed(view), sizing_mode="stretch_width", margin=0)
-        layout.finish(holder)
+        try:
+            widget, view = build_widget(self.item.name, self._params)
+            self.item.widget = widget
+            if self._sync and widget is not None:
+                sync_url([self.item])
+            holder = pn.Column(layout.placed(view), sizing_mode="stretch_width", margin=0)
+            layout.finish(holder)
+        except Exception as exc:  # a bug, not bad input (build_widget reports that): say so, log it
+            # no user text here: the name is a registered widget's, the error a class name
+            self.objects = [pn.pane.Alert(
+                f"The {self.item.name} widget could not be built (internal error: "
+                f"{type(exc).__name__}); see the server log.", alert_type="danger",
+                sizing_mode="stretch_width")]
+            raise
         self.objects = list(holder.objects)
 
 

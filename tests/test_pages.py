@@ -244,3 +244,27 @@ def test_a_lazy_slot_asking_for_its_widget_builds_it() -> None:
     slot.slot.requested = True
     assert slot.built and slot.item.widget is not None
     assert type(slot.objects[0]._lowprec_widget).__name__ == "BinExplorer"
+
+
+def test_a_lazy_widget_that_fails_to_build_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An internal error while building a widget replaces the slot with a message naming the widget
+    (the page keeps working; the error still reaches the server log), instead of a slot that waits
+    for ever; bad directive parameters keep their own "Invalid parameters" alert."""
+    lesson = _lesson("moving-the-grid")
+    root, _ = pages.lesson_page(lesson, sync=False, lazy=True).render()
+    first, second = root.select(pages.LazyWidget)[:2]
+
+    def broken(name: str, params: Any = None) -> Any:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(pages, "build_widget", broken)
+    with pytest.raises(RuntimeError, match="boom"):
+        first.build()
+    assert _alerts(first) == ["The BinExplorer widget could not be built (internal error: RuntimeError); "
+                              "see the server log."]
+    monkeypatch.undo()
+    item = pages.PlacedWidget("BinExplorer", None, "BinExplorer2.", lazy=True)
+    bad = pages.LazyWidget(item, {"format": "NOPE"}, sync=False)
+    bad.build()
+    assert item.widget is None and _alerts(bad)[0].startswith("Invalid parameters for widget BinExplorer")
+    assert not second.built
