@@ -487,26 +487,26 @@ def test_exported_compact_state_replays_the_widget(site: Path, browser: Any) -> 
 
 def test_a_locked_widget_gets_its_note_and_its_own_live_control(tmp_path: Path) -> None:
     """Widgets hidden behind a prediction are found like the others: each gets the note that says
-    what works offline, and each keeps its own control live (the six recompute steps each carry
-    states for their own `variant`; before, every plan fell back to the page's first such control)."""
-    (page,) = export(tmp_path / "s", ["lesson/range-vs-resolution"])
+    what works offline and keeps its own control live (before, a locked widget had no note, and
+    its live control was looked up page-wide by name: the recompute lab's six `variant` plans all
+    fell on the first widget's control). Every lesson's widgets are findable by their views:
+    tests/test_pages.py::test_every_lesson_renders_with_its_widgets."""
+    (page,) = export(tmp_path / "s", ["lesson/stochastic-rounding"])
     html = page.path.read_text(encoding="utf-8")
-    assert html.count("Offline page:") == 3  # BinChallenge (fixed), Conventions (format), BinExplorer
-    assert set(page.states) == {"Conventions.format", "BinExplorer.value"}
-    (lab,) = export(tmp_path / "t", ["lesson/stateful-quantizers-under-recompute"])
-    assert set(lab.states) == {f"RecomputeDivergence{k}.variant" for k in ("", "2", "3", "4", "5", "6")}
+    assert html.count("Offline page:") == 3  # two AttentionRounding (rounding), one BinExplorer
+    assert set(page.states) == {"AttentionRounding.rounding", "AttentionRounding2.rounding", "BinExplorer.value"}
     config = json.loads(re.search(r'<script type="application/json" id="lp-offline">(.*?)</script>',
-                                  lab.path.read_text(encoding="utf-8"), re.S).group(1))
-    assert len(config["states"]) == 6  # six controls, one per widget
+                                  html, re.S).group(1))
+    assert len(config["states"]) == 2  # one live control per AttentionRounding
+    assert re.search(r'data-lazy-slots="(\d+)"', html).group(1) == "3"
 
 
-def test_an_exported_lesson_holds_its_widgets_in_slots(tmp_path: Path) -> None:
+def test_an_exported_lesson_holds_its_widgets_in_slots(site: Path) -> None:
     """An exported lesson draws its widgets as the reader reaches them: <body data-lazy-slots> counts
     them; a widget page and the start page draw theirs at once."""
-    pages_ = export(tmp_path / "s", ["lesson/stateful-quantizers-under-recompute", "widget/DelayedSpike", ""])
-    counts = {p.route: re.search(r'data-lazy-slots="(\d+)"', p.path.read_text(encoding="utf-8")).group(1)
-              for p in pages_}
-    assert counts == {"lesson/stateful-quantizers-under-recompute": "6", "widget/DelayedSpike": "0", "": "0"}
+    counts = {r: re.search(r'data-lazy-slots="(\d+)"', (site / page_file(r)).read_text(encoding="utf-8")).group(1)
+              for r in ("lesson/when-the-scale-is-measured", "widget/DelayedSpike", "")}
+    assert counts == {"lesson/when-the-scale-is-measured": "1", "widget/DelayedSpike": "0", "": "0"}
 
 
 @pytest.mark.ui

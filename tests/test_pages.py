@@ -40,10 +40,15 @@ def test_every_lesson_renders_with_its_widgets(lesson) -> None:  # type: ignore[
         assert item.widget is not None, f"{lesson.slug}: {directive.name} not built"
         for key, value in directive.params.items():
             assert getattr(item.widget, key) == value, (lesson.slug, directive.name, key)
-    root, _ = pages.lesson_page(lesson, sync=False).render()
+    page = pages.lesson_page(lesson, sync=False)
+    root, _ = page.render()
     problems = [a for a in _alerts(root) if "not available" in a or a.startswith("Invalid")]
     assert problems == []
     assert _reactive_html(root) == []
+    # every widget, locked behind a prediction or not, sits as a view that knows its widget (the
+    # export finds a widget's note position and live control by it)
+    views = root.select(lambda o: getattr(o, "_lowprec_widget", None) is not None)
+    assert [v._lowprec_widget for v in views] == [p.widget for p in page.placed]
 
 
 def _reactive_html(root: Any) -> list[str]:
