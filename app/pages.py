@@ -288,8 +288,9 @@ def lesson_body(lesson: Lesson, lazy: bool = False, query: frozenset[str] = froz
                 sync: bool = False) -> tuple[list[pn.viewable.Viewable], list[PlacedWidget]]:
     """The lesson's Markdown, widgets and interactive blocks as Panel objects, in order, and the
     widgets placed. With `lazy` (served pages) a widget is a `LazyWidget`, built when the browser
-    asks for it, unless the URL query (`query`: its parameter names) addresses it: a link that sets
-    a widget's parameters gets that widget at once, with any refused value reported at once.
+    asks for it, unless the URL query (`query`: its parameter names) addresses it — a link that sets
+    a widget's parameters gets that widget at once, with any refused value reported at once — or its
+    view needs scripts the page loads only for what it holds when sent (`WidgetEntry.page_scripts`).
 
     Predictions, explanations and exercises become `app.exercises` components (client-side: they
     work the same on exported pages). The first widget after a prediction is placed in an
@@ -316,7 +317,7 @@ def lesson_body(lesson: Lesson, lazy: bool = False, query: frozenset[str] = froz
             k = counts[block.name]
             prefix = f"{block.name}{'' if k == 1 else k}."
             view: Any
-            if lazy and not _addressed(prefix, query):
+            if lazy and not _addressed(prefix, query) and not WIDGETS[block.name].page_scripts:
                 item = PlacedWidget(block.name, None, prefix, lazy=True)
                 view = LazyWidget(item, dict(block.params), sync=sync)
             else:

@@ -273,3 +273,28 @@ def test_a_lazy_widget_that_fails_to_build_says_so(monkeypatch: pytest.MonkeyPat
     bad.build()
     assert item.widget is None and _alerts(bad)[0].startswith("Invalid parameters for widget BinExplorer")
     assert not second.built
+
+
+@pytest.mark.parametrize("name", list(pages.WIDGETS))
+def test_a_widget_that_needs_page_scripts_says_so(name: str) -> None:
+    """A served page loads the scripts of the components it holds when it is sent; a widget built
+    later (a lazy lesson widget) can only use components whose scripts every lesson page has — the
+    lesson components' own (es-module-shims, for ReactiveESM). A widget whose view needs more
+    (FileDropper's filepond) must say `page_scripts`, and a lazy lesson then builds it with the page."""
+    from bokeh.document import Document
+
+    from lowprec.app.exercises import LazySlot
+
+    doc = Document()
+    slot_scripts = {s for m in LazySlot().get_root(doc).references() for s in getattr(type(m), "__javascript__", None) or []}
+    widget = widgets_pkg.get_widget_class(name)()
+    needed = {s for m in pn.panel(widget).get_root(Document()).references()
+              for s in getattr(type(m), "__javascript__", None) or []}
+    assert pages.WIDGETS[name].page_scripts == bool(needed - slot_scripts), sorted(needed - slot_scripts)
+
+
+def test_a_lazy_lesson_builds_a_widget_that_needs_page_scripts_with_the_page() -> None:
+    lesson = _lesson("reading-published-recipes")
+    _, placed = pages.lesson_body(lesson, lazy=True)
+    assert [(p.name, p.lazy, p.widget is not None) for p in placed] == [
+        ("BlockFormats", True, False), ("RecipeLab", False, True)]

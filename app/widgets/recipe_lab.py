@@ -54,6 +54,14 @@ def _number(v: Any, fmt: str) -> str:
     return str(f) if not math.isfinite(f) else format(f, fmt)
 
 
+#: the drop zone's label stays readable when the dropper is disabled (an exported page, where
+#: nothing can be uploaded): filepond dims it to half opacity, below WCAG AA contrast (axe)
+DROPPER_CSS = """
+.filepond--root[data-disabled] .filepond--drop-label label { opacity: 1; }
+.filepond--root[data-disabled] .filepond--drop-label { cursor: not-allowed; }
+"""
+
+
 @config_widget(LabConfig)
 class RecipeLab(pn.viewable.Viewer):
     """Your own tensors (or a sample) through every recipe: table, histogram with grid, error map."""
@@ -77,7 +85,7 @@ class RecipeLab(pn.viewable.Viewer):
             "checkpoints: `lowprec analyze PATH` on your machine.", sizing_mode="stretch_width")
         self._dropper = pn.widgets.FileDropper(
             accepted_filetypes=sorted(SUFFIXES), max_file_size=limit.replace(" ", ""), multiple=False,
-            sizing_mode="stretch_width", height=110)
+            sizing_mode="stretch_width", height=110, stylesheets=[DROPPER_CSS])
         self._dropper.param.watch(self._on_upload, "value")
         self._use_sample = pn.widgets.Button(label="Use the sample instead", visible=False)
         self._use_sample.on_click(self._on_use_sample)
