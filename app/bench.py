@@ -143,8 +143,9 @@ def page_ready_s(urls: dict[str, str], loads: int = 3, complete: dict[str, float
 
 def pages_report(quick: bool = False, loads: int = 3, site: str | None = None) -> dict[str, Any]:
     """page_ready_s[served:<route>] and [exported:<route>] for every page, the slowest of each and
-    whether every page is within PAGE_READY_BUDGET_S; page_complete_s[served:<route>] for the
-    served pages that build widgets as the reader reaches them."""
+    whether every page is within PAGE_READY_BUDGET_S (and how many are); page_complete_s[...] for
+    the lessons, served and exported, that build widgets as the reader reaches them, and
+    page_ready_warm_s[...] for every page (the same page again, its scripts cached)."""
     try:  # playwright is a test dependency, not one of lowprec's
         import playwright  # noqa: F401
     except ModuleNotFoundError:

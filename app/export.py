@@ -480,7 +480,7 @@ def _build_document(route: str, bins: Any) -> tuple[Any, dict[str, Any], str, di
 def _defer_widgets(doc: Any, root: Any, model: Any, comm: Any, placed: list[pages.PlacedWidget]) -> int:
     """An exported lesson draws each widget as the reader reaches it, as a served one does: the
     widget's Bokeh models stay in the document (its offline states and the bin explorer's engine
-    address them by id, and they are themed with the rest), held in the `tags` of an
+    address them by id), held in the `tags` of an
     `exercises.LazySlot` that takes the widget's place among its parent's children; the page's
     script swaps the widget back in when the slot nears the view, or in the background, one at a
     time (app/static/exercises.js). Returns how many widgets wait in slots."""

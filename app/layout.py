@@ -36,8 +36,8 @@ from panel.theme.native import Native, NativeDefaultTheme
 from lowprec.app.exercises import LessonComponent, LockRegion, placed
 from lowprec.app.theme import CSS_VARIABLES, theme_table, wrap_row
 
-__all__ = ["NavLesson", "PAGE_COMPLETE_JS", "PAGE_READY_JS", "PROSE_MAX", "STATIC_DIR", "STATIC_ROUTE", "Chrome", "finish", "frame", "href", "placed",
-           "static_files", "template"]
+__all__ = ["NavLesson", "PAGE_COMPLETE_JS", "PAGE_READY_JS", "PROSE_MAX", "STATIC_DIR", "STATIC_ROUTE", "Chrome",
+           "finish", "frame", "href", "placed", "static_files", "template"]
 
 #: app/static/: the site's CSS and JS, and the ES modules of the lesson components
 STATIC_DIR = Path(__file__).resolve().parent / "static"
@@ -105,7 +105,7 @@ class Chrome:
     crumbs: list[tuple[str, str | None]] = field(default_factory=list)  # (text, route or None)
     mode: str = "served"  # "served" | "export"
     extra_scripts: list[str] = field(default_factory=list)  # site-relative static paths
-    lazy_slots: int = 0  # widgets built when the browser asks for them (served lessons)
+    lazy_slots: int = 0  # widgets built when the browser asks (a served lesson; an export sets lp_lazy itself)
 
     @property
     def depth(self) -> int:
