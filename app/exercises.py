@@ -105,6 +105,13 @@ def decode_table(fmt: str, answer_code: int) -> dict[str, dict[str, Any]]:
     """Code (decimal text) → {"value", "text"} for the codes a learner may type: every code of a
     format up to 8 bits, else the codes within DECODE_WINDOW of the answer and of its sign twin.
     `text` is the exact value ('3.25 = 13/8 × 2^1', 'NaN', '-0')."""
+    return {code: dict(entry) for code, entry in _decode_table(fmt, answer_code)}
+
+
+@functools.lru_cache(maxsize=256)
+def _decode_table(fmt: str, answer_code: int) -> tuple[tuple[str, dict[str, Any]], ...]:
+    """decode_table's entries, computed once per (format, answer) for every session (the caller
+    copies them)."""
     f = get_format(fmt)
     table = code_table(f)
     if f.bits <= FULL_TABLE_BITS:
@@ -120,7 +127,7 @@ def decode_table(fmt: str, answer_code: int) -> dict[str, dict[str, Any]]:
         exact, text = power_of_two_text(value), number_text(value)
         out[str(code)] = {"value": value, "text": text if exact in (text, "NaN", "+Inf", "-Inf")
                           else f"{text} = {exact}"}
-    return out
+    return tuple(out.items())
 
 
 def answer_text(answer: Answer) -> str:

@@ -20,6 +20,8 @@ naming the file and line.
 
 from __future__ import annotations
 
+import functools
+
 import re
 from importlib import resources
 from dataclasses import dataclass, field, replace
@@ -452,8 +454,19 @@ def load_lessons(root: Path | None = None) -> list[Lesson]:
     folder = Path(root) if root is not None else DEFAULT_ROOT
     if not folder.is_dir():
         raise LessonError(f"{folder}: lesson folder does not exist (a broken install?)")
+    paths = sorted(folder.glob("*.md"))
+    stamps = tuple((str(p), st.st_mtime_ns, st.st_size) for p in paths for st in (p.stat(),))
+    # every served page asks for the lessons (course map, routes): parse them again only when a
+    # file changed (Lesson is frozen, so the cached ones are shared safely; the list is a copy)
+    return list(_load_lessons_cached(folder, stamps))
+
+
+@functools.lru_cache(maxsize=8)
+def _load_lessons_cached(folder: Path, stamps: tuple[tuple[str, int, int], ...]) -> tuple[Lesson, ...]:
+    """The lessons of `folder` as parsed from the files `stamps` names (path, mtime, size)."""
     lessons: list[Lesson] = []
-    for path in sorted(folder.glob("*.md")):
+    for name, _, _ in stamps:
+        path = Path(name)
         slug = _SLUG_PREFIX_RE.sub("", path.stem)
         lessons.append(parse_lesson(path.read_text(encoding="utf-8"), slug=slug, path=path))
     if not lessons:
@@ -467,4 +480,4 @@ def load_lessons(root: Path | None = None) -> list[Lesson]:
             raise LessonError(f"{_where(lesson.path, 1)}: slug {lesson.slug!r} also used by {seen_slug[lesson.slug]}")
         seen_order[lesson.order] = lesson.path
         seen_slug[lesson.slug] = lesson.path
-    return sorted(lessons, key=lambda lesson: lesson.order)
+    return tuple(sorted(lessons, key=lambda lesson: lesson.order))

@@ -84,6 +84,16 @@ def test_decode_table_of_an_8_bit_format_is_every_code_as_ml_dtypes_decodes_it()
         assert (exact or decimal) in (fraction_text(want), decimal), code
 
 
+def test_decode_table_is_the_callers_own() -> None:
+    """The table is computed once per (format, answer) for every session; a caller that changes
+    what it got changes nothing for the next one."""
+    table = exercises.decode_table("E2M1", 0x5)
+    want = {code: dict(entry) for code, entry in table.items()}
+    table["5"]["text"] = "changed"
+    del table["6"]
+    assert exercises.decode_table("E2M1", 0x5) == want
+
+
 def test_decode_table_of_a_wide_format_is_a_window_around_the_answer_and_its_sign_twin() -> None:
     answer = 0x3F80  # BF16 1.0
     table = exercises.decode_table("BF16", answer)

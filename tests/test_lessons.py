@@ -151,6 +151,28 @@ def test_load_lessons_sorts_by_order_and_strips_prefix(tmp_path: Path) -> None:
     assert all(isinstance(l, Lesson) and l.path is not None for l in lessons)
 
 
+def test_load_lessons_reads_a_changed_file_again(tmp_path: Path) -> None:
+    """The parsed lessons are kept between calls (every served page asks for them) but never
+    outlive their files: an edited, added or removed lesson shows at the next call, and the
+    caller's list is its own."""
+    import os
+
+    first = tmp_path / "01-a.md"
+    first.write_text("---\ntitle: A\norder: 1\nsummary: s\ngoal: g\n---\na\n")
+    lessons = load_lessons(tmp_path)
+    assert [l.title for l in lessons] == ["A"]
+    lessons.clear()  # the caller's copy
+    assert [l.title for l in load_lessons(tmp_path)] == ["A"]
+    first.write_text("---\ntitle: Changed\norder: 1\nsummary: s\ngoal: g\n---\na\n")
+    stat = first.stat()
+    os.utime(first, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))  # a later mtime, whatever the clock
+    assert [l.title for l in load_lessons(tmp_path)] == ["Changed"]
+    (tmp_path / "02-b.md").write_text("---\ntitle: B\norder: 2\nsummary: s\ngoal: g\n---\nb\n")
+    assert [l.title for l in load_lessons(tmp_path)] == ["Changed", "B"]
+    first.unlink()
+    assert [l.title for l in load_lessons(tmp_path)] == ["B"]
+
+
 def test_load_lessons_rejects_duplicate_order(tmp_path: Path) -> None:
     (tmp_path / "01-a.md").write_text("---\ntitle: A\norder: 1\nsummary: s\ngoal: g\n---\n")
     (tmp_path / "02-b.md").write_text("---\ntitle: B\norder: 1\nsummary: s\ngoal: g\n---\n")

@@ -304,6 +304,34 @@ def test_lesson_widgets_are_built_as_the_reader_reaches_them(server: str, browse
     w.page.close()
 
 
+def test_a_widget_page_arrives_with_its_widget_built_after_the_page_went_out(server: str, browser: Any) -> None:
+    """A served widget page (and the start page) is sent with a slot for its widget, and the server
+    builds the widget while the browser loads the page's scripts (`pages.prebuild`): the document
+    the browser pulls already holds it, so no slot is ever drawn or requested, and the widget
+    works (5.1 typed into E2M1 gives 6, as ml_dtypes rounds it)."""
+    import ml_dtypes
+    import numpy as np
+
+    expected = float(np.float32(5.1).astype(ml_dtypes.float4_e2m1fn).astype(np.float32))
+    for route in ("widget/BinExplorer", ""):
+        w = Watched(browser, server)
+        w.open(f"{server}/{route}")
+        assert w.page.evaluate("() => document.body.dataset.lazySlots") == "0", route
+        assert w.page.evaluate("() => window.lowprecLazy === undefined || window.lowprecLazy.total() === 0"), route
+        assert w.page.get_by_placeholder("3.3, 1e-3, -0, inf, nan, 0x1.8p3").count() == 1, route
+        w.check_clean()
+        w.page.close()
+    w = Watched(browser, server)
+    w.open(f"{server}/widget/BinExplorer?format=E2M1")  # a URL that sets a parameter: built with the page
+    box = w.page.get_by_placeholder("3.3, 1e-3, -0, inf, nan, 0x1.8p3")
+    box.fill("5.1")
+    box.press("Enter")
+    wait_until(lambda: expected in (w.source_data("x", "interval") or []))
+    assert expected == 6.0
+    w.check_clean()
+    w.page.close()
+
+
 # ------------------------------------------------------------------------------------------------
 # the site: every page at desktop and phone width, accessibility, navigation, themes, keyboard
 # ------------------------------------------------------------------------------------------------
