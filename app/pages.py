@@ -96,10 +96,38 @@ class Page:
         return layout.frame(self.objects, self.chrome)
 
     def serve(self) -> pn.Column:
-        """The framed root for the current server session, which renders in the site template."""
+        """The framed root for the current server session, which renders in the site template,
+        loading the scripts of exactly the Panel extensions its widgets name
+        (`WidgetEntry.page_scripts`, `use_extensions`): a widget built after the page is sent finds
+        them, and a page without such a widget does not load them."""
+        use_extensions(sorted({e for p in self.placed for e in WIDGETS[p.name].page_scripts}))
         root, variables = self.render()
         layout.use_in_session(variables, self.title)
         return root
+
+
+def use_extensions(names: list[str]) -> None:
+    """The current server session's page loads the scripts of the Panel extensions `names` and of
+    no other optional one. Panel decides per page which extension scripts go out: those a session
+    declared, else those of every extension model the *process* has imported so far — so without
+    a declaration a page's scripts depended on what earlier sessions had shown (after one RecipeLab,
+    every page loaded filepond), and a widget built after the page was sent could miss its own.
+    The declaration is Panel's per-document extension list (`pn.state._extensions_`, what
+    `pn.extension(...)` fills inside a session; called directly because `pn.extension` also
+    re-applies every class signature and grows a global list on each call)."""
+    import importlib
+
+    doc = pn.state.curdoc
+    registry = getattr(pn.state, "_extensions_", None)
+    if doc is None or doc.session_context is None:
+        return
+    if registry is None:  # a Panel without the per-document list: its public call
+        if names:
+            pn.extension(*names)
+        return
+    for name in names:  # the extension's models must be registered for their scripts to be listed
+        importlib.import_module(pn.extension._imports[name])
+    registry[doc] = sorted(set(registry.get(doc, [])) | set(names))  # keep what the session declared
 
 
 def href(route: str, from_home: bool, suffix: str = "") -> str:
@@ -294,8 +322,9 @@ def lesson_body(lesson: Lesson, lazy: bool = False, query: frozenset[str] = froz
     """The lesson's Markdown, widgets and interactive blocks as Panel objects, in order, and the
     widgets placed. With `lazy` (served pages) a widget is a `LazyWidget`, built when the browser
     asks for it, unless the URL query (`query`: its parameter names) addresses it — a link that sets
-    a widget's parameters gets that widget at once, with any refused value reported at once — or its
-    view needs scripts the page loads only for what it holds when sent (`WidgetEntry.page_scripts`).
+    a widget's parameters gets that widget at once, with any refused value reported at once. (A
+    widget whose view needs page scripts, `WidgetEntry.page_scripts`, is lazy too: `Page.serve`
+    has the session load them.)
 
     Predictions, explanations and exercises become `app.exercises` components (client-side: they
     work the same on exported pages). The first widget after a prediction is placed in an
@@ -322,7 +351,7 @@ def lesson_body(lesson: Lesson, lazy: bool = False, query: frozenset[str] = froz
             k = counts[block.name]
             prefix = f"{block.name}{'' if k == 1 else k}."
             view: Any
-            if lazy and not _addressed(prefix, query) and not WIDGETS[block.name].page_scripts:
+            if lazy and not _addressed(prefix, query):
                 item = PlacedWidget(block.name, None, prefix, lazy=True)
                 view = item.builder = LazyWidget(item, dict(block.params), sync=sync)
             else:
@@ -448,11 +477,10 @@ def lesson_page(lesson: Lesson, sync: bool = True, suffix: str = "", lazy: bool 
 def widget_page(name: str, params: dict[str, Any] | None = None, sync: bool = True,
                 suffix: str = "", lazy: bool = False) -> Page:
     """One widget alone, with its title and the lessons that use it. With `lazy` (served pages)
-    the widget is a `LazyWidget` unless the URL query sets any of its parameters or its view needs
-    page scripts (`WidgetEntry.page_scripts`): `served()` then builds it right after the page
-    is sent, while the browser loads the page's scripts."""
+    the widget is a `LazyWidget` unless the URL query sets any of its parameters: `served()` then
+    builds it right after the page is sent, while the browser loads the page's scripts."""
     view: Any
-    if lazy and not _query_names() and not WIDGETS[name].page_scripts:
+    if lazy and not _query_names():
         item = PlacedWidget(name, None, "", lazy=True)
         view = item.builder = LazyWidget(item, dict(params or {}), sync=sync)
         placed = [item]

@@ -332,6 +332,27 @@ def test_a_widget_page_arrives_with_its_widget_built_after_the_page_went_out(ser
     w.page.close()
 
 
+def test_a_page_whose_lazy_widget_needs_page_scripts_loads_them(server: str, browser: Any) -> None:
+    """RecipeLab's file dropper needs filepond, which Panel loads only for what a page holds when
+    it is sent: the served page of a lesson with a lazy RecipeLab (and its widget page) asks for it
+    (`WidgetEntry.page_scripts`), a lesson without one does not load it, and the widget, built
+    after the page arrived, draws without a page error."""
+    def html(route: str) -> str:
+        with urllib.request.urlopen(f"{server}/{route}", timeout=60) as reply:
+            return str(reply.read().decode("utf-8"))
+
+    assert "filepond" in html("lesson/reading-published-recipes")
+    assert "filepond" in html("widget/RecipeLab")
+    assert "filepond" not in html("lesson/range-vs-resolution")
+    w = Watched(browser, server)
+    w.open(f"{server}/lesson/reading-published-recipes", idle=False)
+    assert w.page.evaluate("() => document.body.dataset.lazySlots") == "2"
+    w.page.wait_for_function(COMPLETE_JS, timeout=120_000, polling=100)
+    w.page.locator(".filepond--root").first.wait_for(state="attached", timeout=30_000)  # filepond ran
+    w.check_clean()
+    w.page.close()
+
+
 # ------------------------------------------------------------------------------------------------
 # the site: every page at desktop and phone width, accessibility, navigation, themes, keyboard
 # ------------------------------------------------------------------------------------------------

@@ -18,16 +18,16 @@ from typing import Any
 @dataclass(frozen=True)
 class WidgetEntry:
     """One widget: its class ("module:Class"), the title pages show, its parameters' record
-    ("module:Record", a `lowprec.config` record), and whether its view needs scripts that a page
-    loads only for the components it holds when it is sent (`page_scripts`: Panel's FileDropper
-    brings filepond) — a served lesson then builds that widget with the page instead of when the
-    reader reaches it (`app.pages.LazyWidget`)."""
+    ("module:Record", a `lowprec.config` record), and the Panel extensions whose scripts its view
+    needs beyond what every page loads (`page_scripts`: Panel loads an extension's scripts only for
+    the components a page holds when it is sent, so a served page whose lazily built widget needs
+    one — RecipeLab's FileDropper brings filepond — asks for it by name: `app.pages.Page.serve`)."""
 
     name: str
     target: str
     title: str
     config: str
-    page_scripts: bool = False
+    page_scripts: tuple[str, ...] = ()
 
     def load(self) -> type:
         return _load(self.target)
@@ -65,7 +65,7 @@ _ENTRIES = (
                 "Block formats: MXFP8, MXFP6, MXFP4, NVFP4", config="lowprec.simulations.blocks:BlocksConfig"),
     WidgetEntry("RecipeLab", "lowprec.app.widgets.recipe_lab:RecipeLab",
                 "Recipe lab: your own tensors through every recipe",
-                config="lowprec.simulations.lab.workbench:LabConfig", page_scripts=True),
+                config="lowprec.simulations.lab.workbench:LabConfig", page_scripts=("filedropper",)),
 )
 
 WIDGETS: dict[str, WidgetEntry] = {e.name: e for e in _ENTRIES}
