@@ -13,8 +13,11 @@ class gets `BinExplorer2.value=…`).
 Served lessons (and the glossary) build their widgets as the reader reaches them
 (`LazyWidget`): the page goes out with its prose and a slot per widget, and each widget is built
 when its slot nears the window, or in the background once the page is idle; a widget the URL
-addresses is built with the page. A widget page and the start page build theirs at once. An
-exported lesson does the same in the browser (`export._defer_widgets`).
+addresses is built with the page. A served widget page and the start page go out with a slot too,
+and the server builds their widget right after sending the page, while the browser loads its
+scripts (`prebuild`), so the document the browser pulls already holds it. An exported lesson
+builds its widgets as the reader reaches them in the browser (`export._defer_widgets`); exported
+widget pages and the start page hold theirs from the start.
 
 Routes: `ROUTE_HOME` (""), `glossary` (when `content/glossary.md` exists), `lesson/<slug>`,
 `widget/<Name>`. Links between pages are relative and written for the served site; lesson Markdown
