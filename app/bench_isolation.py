@@ -37,8 +37,6 @@ RELOAD_S = 2.0
 UPDATE_TARGET_S = 0.5
 PAGE_TARGET_S = 3.0
 
-#: page ready, as the page bench means it (rendered; no widget in the window still to be built)
-_RENDERED = PAGE_READY_JS
 _X_DATA = """() => { for (const doc of Bokeh.documents) for (const m of doc.all_models) {
   const d = m.data; if (!d || typeof d !== 'object') continue;
   const get = (k) => d instanceof Map ? d.get(k) : d[k];
@@ -95,13 +93,13 @@ def run(quick: bool = False, baseline: bool = False) -> dict[str, float | str]:
             context.set_default_navigation_timeout(180_000)
             light = context.new_page()
             light.goto(url + "/widget/BinExplorer")
-            light.wait_for_function(_RENDERED, timeout=120_000)
+            light.wait_for_function(PAGE_READY_JS, timeout=120_000)
             heavy = [context.new_page() for _ in range(3)]
             query = "&".join(f"{k}={v}" for k, v in HEAVY.items())
             for page in heavy:
                 page.goto(f"{url}/widget/AttentionRounding?{query}")
             for page in heavy:
-                page.wait_for_function(_RENDERED, timeout=120_000)
+                page.wait_for_function(PAGE_READY_JS, timeout=120_000)
             seed = 0
 
             def reload_heavy() -> None:
@@ -130,7 +128,7 @@ def run(quick: bool = False, baseline: bool = False) -> dict[str, float | str]:
                     fresh = context.new_page()
                     t0 = time.perf_counter()
                     fresh.goto(url + "/widget/BinExplorer")
-                    fresh.wait_for_function(_RENDERED, timeout=120_000, polling=10)
+                    fresh.wait_for_function(PAGE_READY_JS, timeout=120_000, polling=10)
                     loads.append(time.perf_counter() - t0)
                     fresh.close()
             load_avg_end = os.getloadavg()[0]

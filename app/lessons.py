@@ -21,7 +21,6 @@ naming the file and line.
 from __future__ import annotations
 
 import functools
-
 import re
 from importlib import resources
 from dataclasses import dataclass, field, replace

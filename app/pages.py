@@ -94,8 +94,14 @@ class Page:
     placed: list[PlacedWidget]
     chrome: layout.Chrome
 
+    @property
+    def lazy_slots(self) -> int:
+        """How many widgets the browser will find as slots to build (a prebuilt one arrives built)."""
+        return sum(p.lazy and not (p.builder is not None and p.builder.prebuilt) for p in self.placed)
+
     def render(self) -> tuple[pn.Column, dict[str, Any]]:
         """The framed Panel root and the template variables (`layout.frame`)."""
+        self.chrome.lazy_slots = self.lazy_slots
         return layout.frame(self.objects, self.chrome)
 
     def serve(self) -> pn.Column:
@@ -272,6 +278,7 @@ class LazyWidget(pn.Column):
 
         self.item = item
         self.built = False
+        self.prebuilt = False  # `prebuild` scheduled the build for right after the page goes out
         self._params = dict(params)
         self._sync = sync
         self._view_of = view_of  # what to show of a built widget (default: the widget itself)
@@ -305,6 +312,21 @@ class LazyWidget(pn.Column):
                 sizing_mode="stretch_width")]
             raise
         self.objects = list(holder.objects)
+
+
+def place_widget(name: str, params: dict[str, Any], prefix: str, lazy: bool, sync: bool,
+                 view_of: Callable[[Any], Any] | None = None) -> tuple[PlacedWidget, Any]:
+    """(the placed widget, what the page shows): a `LazyWidget` when `lazy`, else the widget built
+    now (`build_widget`; its alert when it cannot be). `view_of` picks what to show of a built
+    widget (default: the widget itself)."""
+    if lazy:
+        item = PlacedWidget(name, None, prefix, lazy=True)
+        item.builder = LazyWidget(item, params, sync=sync, view_of=view_of)
+        return item, item.builder
+    widget, view = build_widget(name, params)
+    if widget is not None and view_of is not None:
+        view = view_of(widget)
+    return PlacedWidget(name, widget, prefix), view
 
 
 def _addressed(prefix: str, query: frozenset[str]) -> bool:
@@ -353,13 +375,8 @@ def lesson_body(lesson: Lesson, lazy: bool = False, query: frozenset[str] = froz
             counts[block.name] = counts.get(block.name, 0) + 1
             k = counts[block.name]
             prefix = f"{block.name}{'' if k == 1 else k}."
-            view: Any
-            if lazy and not _addressed(prefix, query):
-                item = PlacedWidget(block.name, None, prefix, lazy=True)
-                view = item.builder = LazyWidget(item, dict(block.params), sync=sync)
-            else:
-                widget, view = build_widget(block.name, dict(block.params))
-                item = PlacedWidget(block.name, widget, prefix)
+            item, view = place_widget(block.name, dict(block.params), prefix, lazy and not _addressed(prefix, query),
+                                      sync)
             placed.append(item)
             if lock is None:
                 objects.append(view)
@@ -473,7 +490,6 @@ def lesson_page(lesson: Lesson, sync: bool = True, suffix: str = "", lazy: bool 
     crumbs: list[tuple[str, str | None]] = [("Start", ""), ("Lessons", "#lessons"),
                                             (f"{lesson.order}. {lesson.title}", None)]
     page_chrome = chrome(route, lesson.title, suffix, crumbs)
-    page_chrome.lazy_slots = sum(p.lazy for p in placed)
     return Page(route, f"{lesson.title} · lowprec", objects, placed, page_chrome)
 
 
@@ -482,16 +498,10 @@ def widget_page(name: str, params: dict[str, Any] | None = None, sync: bool = Tr
     """One widget alone, with its title and the lessons that use it. With `lazy` (served pages)
     the widget is a `LazyWidget` unless the URL query sets any of its parameters: `served()` then
     builds it right after the page is sent, while the browser loads the page's scripts."""
-    view: Any
-    if lazy and not _query_names():
-        item = PlacedWidget(name, None, "", lazy=True)
-        view = item.builder = LazyWidget(item, dict(params or {}), sync=sync)
-        placed = [item]
-    else:
-        widget, view = build_widget(name, params)
-        placed = [PlacedWidget(name, widget, "")]
-        if sync and widget is not None:
-            sync_url(placed)
+    item, view = place_widget(name, dict(params or {}), "", lazy and not _query_names(), sync)
+    placed = [item]
+    if sync and item.widget is not None:
+        sync_url(placed)
     uses = [lesson for lesson in load_lessons() if f"::: widget {name}" in lesson.text]
     links = ", ".join(f"[{lesson.order}. {lesson.title}]({href(lesson_route(lesson), False, suffix)})"
                       for lesson in uses)
@@ -499,7 +509,6 @@ def widget_page(name: str, params: dict[str, Any] | None = None, sync: bool = Tr
     route = widget_route(name)
     crumbs: list[tuple[str, str | None]] = [("Start", ""), ("Widgets", "#widgets"), (name, None)]
     page_chrome = chrome(route, name, suffix, crumbs)
-    page_chrome.lazy_slots = sum(p.lazy for p in placed)
     return Page(route, f"{name} · lowprec", [pn.pane.Markdown(intro, sizing_mode="stretch_width"), view],
                 placed, page_chrome)
 
@@ -526,7 +535,6 @@ def glossary_page(sync: bool = True, suffix: str = "", lazy: bool = False) -> Pa
     rewrite_site_links(objects, 0, suffix)
     crumbs: list[tuple[str, str | None]] = [("Start", ""), ("Glossary", None)]
     page_chrome = chrome(ROUTE_GLOSSARY, "Glossary", suffix, crumbs)
-    page_chrome.lazy_slots = sum(p.lazy for p in placed)
     return Page(ROUTE_GLOSSARY, "Glossary · lowprec", objects, placed, page_chrome)
 
 
@@ -552,16 +560,9 @@ def landing_page(suffix: str = "", sync: bool = True, lazy: bool = False) -> Pag
     def compact(widget: Any) -> Any:
         return widget.compact_view() if hasattr(widget, "compact_view") else widget
 
-    live: Any
-    if lazy and not _query_names():  # served: built right after the page is sent (`served`)
-        item = PlacedWidget("BinExplorer", None, "", lazy=True)
-        live = item.builder = LazyWidget(item, live_params, sync=sync, view_of=compact)
-        placed = [item]
-        live_widget = None
-    else:
-        live_widget, live_view = build_widget("BinExplorer", live_params)
-        placed = [PlacedWidget("BinExplorer", live_widget, "")]
-        live = compact(live_widget) if live_widget is not None else live_view
+    # served: built right after the page is sent (`served`)
+    item, live = place_widget("BinExplorer", live_params, "", lazy and not _query_names(), sync, view_of=compact)
+    placed = [item]
     try_it = pn.pane.Markdown(
         "## Try it\n\nType any number and pick a format: the explorer shows the code it becomes, "
         "its bits, the error, and the *rounding bin* — every real number that lands on the same code.",
@@ -596,11 +597,9 @@ def landing_page(suffix: str = "", sync: bool = True, lazy: bool = False) -> Pag
         pn.pane.Markdown("\n".join(lab_lines), sizing_mode="stretch_width"),
         pn.pane.Markdown("\n".join(widget_lines), sizing_mode="stretch_width"),
     ]
-    if sync and live_widget is not None:
+    if sync and item.widget is not None:
         sync_url(placed)
-    page_chrome = chrome(ROUTE_HOME, SITE_TITLE, suffix)
-    page_chrome.lazy_slots = sum(p.lazy for p in placed)
-    return Page(ROUTE_HOME, SITE_TITLE, objects, placed, page_chrome)
+    return Page(ROUTE_HOME, SITE_TITLE, objects, placed, chrome(ROUTE_HOME, SITE_TITLE, suffix))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -641,14 +640,15 @@ def route_names() -> list[str]:
 def served(route: str) -> pn.viewable.Viewable:
     """Build `route` for the current server session: framed, URL-synced, in the site template, a
     lesson's widgets built as the reader reaches them (`LazyWidget`), and the widget of a widget
-    page or of the start page built as soon as the page has been sent (`prebuild`). A lesson does not prebuild: its first
-    widget is often below the first screen, and building it before the browser's document pull
-    only delays the page (measured on the recompute lab: ready 1.4–2.0 s without, 2.3–2.9 s with)."""
+    page or of the start page built as soon as the page has been sent (`prebuild`). A lesson does
+    not prebuild: its first widget is often below the first screen, and building it before the
+    browser's document pull only delays the page (measured on the recompute lab: ready 1.4–2.0 s
+    without, 2.3–2.9 s with)."""
     page = build_page(route, sync=True, lazy=True)
     if page.route == ROUTE_HOME or page.route.partition("/")[0] == "widget":
         first = next((p.builder for p in page.placed if p.builder is not None), None)
-        if first is not None and prebuild(first):
-            page.chrome.lazy_slots -= 1  # it arrives built: the browser waits for no slot of it
+        if first is not None:
+            prebuild(first)  # it arrives built: `Page.lazy_slots` no longer counts it
     return page.serve()
 
 
@@ -677,6 +677,7 @@ def prebuild(lazy: LazyWidget) -> bool:
             lazy.build()
 
     doc.add_next_tick_callback(run)
+    lazy.prebuilt = True
     return True
 
 

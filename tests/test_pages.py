@@ -197,7 +197,7 @@ def test_a_lazy_lesson_goes_out_with_slots_and_no_widget_models() -> None:
     assert 'data-lazy-slots="6"' in template().render(docs=[], plot_script="", title="t", macros=MACROS,
                                                        **variables)
     eager = pages.lesson_page(lesson, sync=False)
-    assert eager.chrome.lazy_slots == 0 and all(p.widget is not None for p in eager.placed)
+    assert eager.lazy_slots == 0 and all(p.widget is not None for p in eager.placed)
 
 
 def test_a_lazy_widget_once_built_is_the_widget_the_page_would_have_built() -> None:
