@@ -7,7 +7,9 @@ in the browser ≤ 2 s (`PAGE_READY_BUDGET_S`, issue 13), served and exported. A
 `widget.update()` at the default parameters (recompute the result, push the new columns into the
 Bokeh sources), median of several runs after one warm-up. Page ready is measured in Debian's
 headless Chromium through Playwright (1280×720 window), in a fresh browser context per load (no
-cache): from `goto` until the page is ready as `layout.PAGE_READY_JS` says — Bokeh has rendered
+cache), each cold load started on a quiet machine (`settle`: what the previous page left running —
+a background build on the server, a browser context closing — is not charged to the next page):
+from `goto` until the page is ready as `layout.PAGE_READY_JS` says — Bokeh has rendered
 the page and no widget in the window still waits to be built (a served lesson builds its widgets
 as the reader reaches them: `pages.LazyWidget`); median of `loads` loads per page, for every
 route of the site on a server started by `lowprec serve --no-show`, and for every page of a site
@@ -17,7 +19,8 @@ reader who scrolls at once waits for at the bottom of the page; and for every pa
 `page_ready_warm_s`: the same page opened again in the same context, its scripts in the browser's
 cache, as for every page a reader opens after the first. One untimed load of the first page comes
 first (a new server's first session pays one-off imports).
-`python -m lowprec.app.bench --pages [--loads N] [--quick]` prints only the page figures.
+`python -m lowprec.app.bench --pages [--loads N] [--quick] [--no-settle]` prints only the page
+figures (`--no-settle`: each load right after the previous one, as before stop 27).
 """
 
 from __future__ import annotations
@@ -87,14 +90,45 @@ def _stop(proc: subprocess.Popen[bytes] | None) -> None:
         proc.kill()
 
 
+def _cpu_times() -> tuple[int, int] | None:
+    """(busy, total) CPU ticks of the whole machine since boot (Linux `/proc/stat`), else None."""
+    try:
+        with open("/proc/stat", encoding="ascii") as f:
+            ticks = [int(x) for x in f.readline().split()[1:9]]  # user nice system idle iowait irq softirq steal
+    except (OSError, ValueError):
+        return None
+    total = sum(ticks)
+    return total - ticks[3] - ticks[4], total
+
+
+def settle(busy_below: float = 0.15, window_s: float = 0.1, max_s: float = 5.0) -> float:
+    """Wait until the machine's CPUs were less than `busy_below` busy over `window_s`, at most
+    `max_s`; the seconds waited. Without `/proc/stat`, a fixed half second."""
+    start = time.perf_counter()
+    before = _cpu_times()
+    if before is None:
+        time.sleep(0.5)
+        return 0.5
+    while time.perf_counter() - start < max_s:
+        time.sleep(window_s)
+        after = _cpu_times()
+        assert after is not None
+        busy, total = after[0] - before[0], after[1] - before[1]
+        if total > 0 and busy / total < busy_below:
+            break
+        before = after
+    return time.perf_counter() - start
+
+
 def page_ready_s(urls: dict[str, str], loads: int = 3, complete: dict[str, float] | None = None,
-                 warm: dict[str, float] | None = None) -> dict[str, float]:
+                 warm: dict[str, float] | None = None, quiet: bool = True) -> dict[str, float]:
     """Median seconds from `goto` to the page ready (`layout.PAGE_READY_JS`), per name → URL,
     each load in a fresh browser context (no cache). `complete`, when given, receives per name
     the median seconds until every widget of the page is built (`layout.PAGE_COMPLETE_JS`), for
     the pages that build widgets as the reader reaches them; `warm`, when given, the median
     seconds to ready of the same page opened again in the same context (the site's scripts in the
-    browser's cache, as for every page a reader opens after the first)."""
+    browser's cache, as for every page a reader opens after the first). With `quiet`, each cold
+    load waits for a quiet machine first (`settle`)."""
     from playwright.sync_api import sync_playwright
 
     from lowprec.app.layout import PAGE_COMPLETE_JS, PAGE_READY_JS
@@ -117,6 +151,8 @@ def page_ready_s(urls: dict[str, str], loads: int = 3, complete: dict[str, float
                 for _ in range(loads):
                     context = browser.new_context()
                     page = context.new_page()
+                    if quiet:
+                        settle()
                     start = time.perf_counter()
                     page.goto(url, timeout=120_000)
                     page.wait_for_function(PAGE_READY_JS, timeout=120_000, polling=20)
@@ -141,11 +177,13 @@ def page_ready_s(urls: dict[str, str], loads: int = 3, complete: dict[str, float
     return out
 
 
-def pages_report(quick: bool = False, loads: int = 3, site: str | None = None) -> dict[str, Any]:
+def pages_report(quick: bool = False, loads: int = 3, site: str | None = None,
+                 quiet: bool = True) -> dict[str, Any]:
     """page_ready_s[served:<route>] and [exported:<route>] for every page, the slowest of each and
     whether every page is within PAGE_READY_BUDGET_S (and how many are); page_complete_s[...] for
     the lessons, served and exported, that build widgets as the reader reaches them, and
-    page_ready_warm_s[...] for every page (the same page again, its scripts cached)."""
+    page_ready_warm_s[...] for every page (the same page again, its scripts cached). `quiet`: see
+    `page_ready_s`."""
     try:  # playwright is a test dependency, not one of lowprec's
         import playwright  # noqa: F401
     except ModuleNotFoundError:
@@ -170,7 +208,7 @@ def pages_report(quick: bool = False, loads: int = 3, site: str | None = None) -
         else:
             complete: dict[str, float] = {}
             warm: dict[str, float] = {}
-            served = page_ready_s({r or "/": f"{url}/{r}" for r in routes}, loads, complete, warm)
+            served = page_ready_s({r or "/": f"{url}/{r}" for r in routes}, loads, complete, warm, quiet)
             results.update({f"page_ready_s[served:{k}]": v for k, v in served.items()})
             results.update({f"page_complete_s[served:{k}]": v for k, v in complete.items()})
             results.update({f"page_ready_warm_s[served:{k}]": v for k, v in warm.items()})
@@ -183,7 +221,7 @@ def pages_report(quick: bool = False, loads: int = 3, site: str | None = None) -
         complete_x: dict[str, float] = {}
         warm_x: dict[str, float] = {}
         exported = page_ready_s({r or "/": (folder / page_file(r)).resolve().as_uri() for r in routes}, loads,
-                                complete_x, warm_x)
+                                complete_x, warm_x, quiet)
         results.update({f"page_ready_s[exported:{k}]": v for k, v in exported.items()})
         results.update({f"page_complete_s[exported:{k}]": v for k, v in complete_x.items()})
         results.update({f"page_ready_warm_s[exported:{k}]": v for k, v in warm_x.items()})
@@ -233,7 +271,10 @@ if __name__ == "__main__":
     parser.add_argument("--quick", action="store_true", help="three pages, one load each")
     parser.add_argument("--loads", type=int, default=3, help="loads per page (median)")
     parser.add_argument("--site", help="an exported site to time instead of exporting one")
+    parser.add_argument("--no-settle", action="store_true",
+                        help="start each cold load right after the previous page (no wait for a quiet machine)")
     args = parser.parse_args()
-    figures = (pages_report(args.quick, args.loads, args.site) if args.pages else run(quick=args.quick))
+    figures = (pages_report(args.quick, args.loads, args.site, quiet=not args.no_settle) if args.pages
+               else run(quick=args.quick))
     for key, value in figures.items():
         print(f"{key}: {value}", flush=True)
