@@ -554,16 +554,20 @@ def test_batched_holds_only_once_the_page_has_loaded() -> None:
             assert doc.callbacks.hold_value == "combine"
 
 
-def test_binary_columns_turn_only_float_columns_into_arrays_bit_for_bit() -> None:
+def test_binary_columns_turn_float_and_int32_columns_into_arrays_bit_for_bit() -> None:
     from lowprec.app.widgets._sim_base import binary_columns
 
     floats = [0.1, -0.0, float("nan"), float("inf"), 5e-324, np.float64(2.5)]
-    data = {"s": {"f": floats, "i": [1, 2, 3], "t": ["a", "b"], "m": [1.5, "x"], "e": [], "b": [True, False]}}
+    ints = [0, -1, 2**31 - 1, -2**31, np.int64(7)]
+    data = {"s": {"f": floats, "i": ints, "big": [1, 2**31], "t": ["a", "b"], "m": [1.5, "x"], "mi": [1, 2.0],
+                  "e": [], "b": [True, False], "ib": [1, True]}}
     out = binary_columns(data)["s"]
     assert isinstance(out["f"], np.ndarray) and out["f"].dtype == np.float64
     expected = np.array([float(v) for v in floats], dtype=np.float64)
     assert np.array_equal(out["f"].view(np.uint64), expected.view(np.uint64))
-    for key in ("i", "t", "m", "e", "b"):
+    assert isinstance(out["i"], np.ndarray) and out["i"].dtype == np.int32
+    assert out["i"].tolist() == [int(v) for v in ints]
+    for key in ("big", "t", "m", "mi", "e", "b", "ib"):  # beyond int32, text, mixed, empty, booleans
         assert out[key] is data["s"][key], key
 
 

@@ -231,14 +231,20 @@ def binary_columns(data: dict[str, dict[str, list[Any]]]) -> dict[str, dict[str,
     buffer (base64 in an exported page), where a list becomes JSON text: a served update of a heavy
     widget (16 columns of 2,048 floats) is encoded and written on the server's event loop, which
     every session shares, and the browser decodes a buffer far faster than a JSON list (the plain
-    arrays of one exported lesson took ~0.4 s to decode). Other columns (strings, integers, mixed)
-    stay lists, so labels and integer tooltips read as before. `source_data` keeps the lists."""
+    arrays of one exported lesson took ~0.4 s to decode). Columns of integers that fit 32 bits
+    (indices: AttentionRounding's 2,048 query/key pairs) go as int32 arrays, which the browser
+    reads as the same numbers; other columns (strings, booleans, mixed) stay lists. `source_data`
+    keeps the lists."""
     out: dict[str, dict[str, Any]] = {}
     for name, columns in data.items():
         out[name] = {}
         for key, column in columns.items():
             if isinstance(column, list) and column and all(isinstance(v, (float, np.floating)) for v in column):
                 out[name][key] = np.asarray(column, dtype=np.float64)
+            elif isinstance(column, list) and column and all(
+                    isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+                    and -2**31 <= v < 2**31 for v in column):
+                out[name][key] = np.asarray(column, dtype=np.int32)
             else:
                 out[name][key] = column
     return out
