@@ -438,6 +438,7 @@ def _build_document(route: str, bins: Any) -> tuple[Any, dict[str, Any], str, di
         if id(w) not in live and id(w) not in bin_controls:
             w.disabled = True
     doc = Document()
+    pages.use_extensions(page.extensions, doc)  # applies while `doc` is current (`export_page`)
     comm = Comm()
     with pn.config.set(embed=True):
         model = root.get_root(doc, comm)
@@ -510,6 +511,7 @@ def export_page(route: str, writer: SafeWriter, bins: Any) -> ExportedPage:
     """Write one route's page under the writer's folder; returns what was written."""
     import panel as pn
     from bokeh.resources import CDN
+    from panel.io.state import set_curdoc
 
     start = time.perf_counter()
     doc, variables, title, report, config = _build_document(route, bins)
@@ -522,8 +524,11 @@ def export_page(route: str, writer: SafeWriter, bins: Any) -> ExportedPage:
         variables["lp_head"] = variables["lp_head"] + _markup(
             f'<script defer src="{"../" * depth}{layout.STATIC_ROUTE}/offline/binexplorer.js"></script>')
     buf = io.StringIO()
-    pn.io.save.save(doc, buf, title=title, resources=CDN, template=layout.template(),
-                    template_variables=variables)
+    # with `doc` current, Panel lists the scripts of exactly the extensions the page declared
+    # (`pages.use_extensions`), not of every extension the exporting process has imported
+    with set_curdoc(doc):
+        pn.io.save.save(doc, buf, title=title, resources=CDN, template=layout.template(),
+                        template_variables=variables)
     html = _localise(buf.getvalue(), depth, writer)
     rel = page_file(route)
     path = writer.write_text(rel, html)

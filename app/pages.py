@@ -14,8 +14,9 @@ Served lessons (and the glossary) build their widgets as the reader reaches them
 (`LazyWidget`): the page goes out with its prose and a slot per widget, and each widget is built
 when its slot nears the window, or in the background once the page is idle; a widget the URL
 addresses is built with the page. A served widget page and the start page go out with a slot too,
-and the server builds their widget right after sending the page, while the browser loads its
-scripts (`prebuild`), so the document the browser pulls already holds it. An exported lesson
+and the server puts their widget in right after sending the page, while the browser loads its
+scripts (`prebuild`), so the document the browser pulls already holds it; the widget itself is
+usually a spare built before anyone asked (`Spares`: one per such page, replaced after use). An exported lesson
 builds its widgets as the reader reaches them in the browser (`export._defer_widgets`); exported
 widget pages and the start page hold theirs from the start.
 
@@ -28,7 +29,13 @@ for the page's depth and, in an exported site, adds `.html`.
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
+import json
+import logging
+import os
 import re
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
@@ -60,6 +67,8 @@ TAGLINE = ("See exactly how a number becomes an 8-bit code in E4M3FN, E5M2, E2M1
 
 #: the glossary's source (package data), rendered at /glossary when present
 GLOSSARY_PATH = Path(str(resources.files("lowprec").joinpath("content", "glossary.md")))
+
+log = logging.getLogger(__name__)
 
 
 def lesson_route(lesson: Lesson) -> str:
@@ -99,6 +108,11 @@ class Page:
         """How many widgets the browser will find as slots to build (a prebuilt one arrives built)."""
         return sum(p.lazy and not (p.builder is not None and p.builder.prebuilt) for p in self.placed)
 
+    @property
+    def extensions(self) -> list[str]:
+        """The Panel extensions whose scripts the page's widgets need (`WidgetEntry.page_scripts`)."""
+        return sorted({e for p in self.placed for e in WIDGETS[p.name].page_scripts})
+
     def render(self) -> tuple[pn.Column, dict[str, Any]]:
         """The framed Panel root and the template variables (`layout.frame`)."""
         self.chrome.lazy_slots = self.lazy_slots
@@ -109,15 +123,16 @@ class Page:
         loading the scripts of exactly the Panel extensions its widgets name
         (`WidgetEntry.page_scripts`, `use_extensions`): a widget built after the page is sent finds
         them, and a page without such a widget does not load them."""
-        use_extensions(sorted({e for p in self.placed for e in WIDGETS[p.name].page_scripts}))
+        use_extensions(self.extensions)
         root, variables = self.render()
         layout.use_in_session(variables, self.title)
         return root
 
 
-def use_extensions(names: list[str]) -> None:
-    """The current server session's page loads the scripts of the Panel extensions `names` and of
-    no other optional one. Panel decides per page which extension scripts go out: those a session
+def use_extensions(names: list[str], doc: Any = None) -> None:
+    """The current server session's page (or the page of document `doc`, written by the export
+    while `doc` is Panel's current document) loads the scripts of the Panel extensions `names` and
+    of no other optional one. Panel decides per page which extension scripts go out: those a session
     declared, else those of every extension model the *process* has imported so far — so without
     a declaration a page's scripts depended on what earlier sessions had shown (after one RecipeLab,
     every page loaded filepond), and a widget built after the page was sent could miss its own.
@@ -126,10 +141,11 @@ def use_extensions(names: list[str]) -> None:
     re-applies every class signature and grows a global list on each call)."""
     import importlib
 
-    doc = pn.state.curdoc
+    if doc is None:
+        doc = pn.state.curdoc
+        if doc is None or doc.session_context is None:
+            return
     registry = getattr(pn.state, "_extensions_", None)
-    if doc is None or doc.session_context is None:
-        return
     if registry is None:  # a Panel without the per-document list: its public call
         if names:
             pn.extension(*names)
@@ -283,6 +299,7 @@ class LazyWidget(pn.Column):
         self._sync = sync
         self._view_of = view_of  # what to show of a built widget (default: the widget itself)
         self.slot = LazySlot(lazy_spec(item.name, WIDGETS[item.name].title))
+        self.spare_key = spare_key(item.name, self._params, view_of)
         super().__init__(self.slot, sizing_mode="stretch_width", margin=0)
         self.slot.param.watch(self._on_request, "requested")
 
@@ -296,14 +313,11 @@ class LazyWidget(pn.Column):
             return
         self.built = True
         try:
-            widget, view = build_widget(self.item.name, self._params)
+            spare = SPARES.take(self.spare_key) if self.prebuilt else None
+            widget, holder = spare if spare is not None else built_view(self.item.name, self._params, self._view_of)
             self.item.widget = widget
-            if widget is not None and self._view_of is not None:
-                view = self._view_of(widget)
             if self._sync and widget is not None:
                 sync_url([self.item])
-            holder = pn.Column(layout.placed(view), sizing_mode="stretch_width", margin=0)
-            layout.finish(holder)
         except Exception as exc:  # a bug, not bad input (build_widget reports that): say so, log it
             # no user text here: the name is a registered widget's, the error a class name
             self.objects = [pn.pane.Alert(
@@ -312,6 +326,18 @@ class LazyWidget(pn.Column):
                 sizing_mode="stretch_width")]
             raise
         self.objects = list(holder.objects)
+
+
+def built_view(name: str, params: dict[str, Any],
+               view_of: Callable[[Any], Any] | None = None) -> tuple[Any, pn.Column]:
+    """(widget or None, a column holding what to show of it, placed and styled as `layout.frame`
+    places and styles a page's widgets): what `LazyWidget.build` swaps in for its slot."""
+    widget, view = build_widget(name, params)
+    if widget is not None and view_of is not None:
+        view = view_of(widget)
+    holder = pn.Column(layout.placed(view), sizing_mode="stretch_width", margin=0)
+    layout.finish(holder)
+    return widget, holder
 
 
 def place_widget(name: str, params: dict[str, Any], prefix: str, lazy: bool, sync: bool,
@@ -543,6 +569,16 @@ def lab_lessons() -> list[Lesson]:
     return [x for x in load_lessons() if "::: widget RecomputeDivergence" in x.text]
 
 
+#: the start page's live widget, its parameters, and what it shows of it (`compact_view`)
+LANDING_WIDGET = "BinExplorer"
+LANDING_PARAMS: dict[str, Any] = {"compare_format": ""}
+
+
+def compact_view(widget: Any) -> Any:
+    """The small view of a widget that has one (the bin explorer on the start page)."""
+    return widget.compact_view() if hasattr(widget, "compact_view") else widget
+
+
 def landing_page(suffix: str = "", sync: bool = True, lazy: bool = False) -> Page:
     """What this is in one sentence, a live bin explorer, the learning path with "start here", the
     lab and the widgets. With `lazy` (served) the explorer is a `LazyWidget` unless the URL query
@@ -555,13 +591,9 @@ def landing_page(suffix: str = "", sync: bool = True, lazy: bool = False) -> Pag
         f"against ml_dtypes and torch. **[Start here: {first.order}. {first.title} →]"
         f"({href(lesson_route(first), True, suffix)})**",
         sizing_mode="stretch_width", css_classes=["lp-intro"])
-    live_params = {"compare_format": ""}
-
-    def compact(widget: Any) -> Any:
-        return widget.compact_view() if hasattr(widget, "compact_view") else widget
-
     # served: built right after the page is sent (`served`)
-    item, live = place_widget("BinExplorer", live_params, "", lazy and not _query_names(), sync, view_of=compact)
+    item, live = place_widget(LANDING_WIDGET, dict(LANDING_PARAMS), "", lazy and not _query_names(), sync,
+                              view_of=compact_view)
     placed = [item]
     try_it = pn.pane.Markdown(
         "## Try it\n\nType any number and pick a format: the explorer shows the code it becomes, "
@@ -645,11 +677,18 @@ def served(route: str) -> pn.viewable.Viewable:
     browser's document pull only delays the page (measured on the recompute lab: ready 1.4–2.0 s
     without, 2.3–2.9 s with)."""
     page = build_page(route, sync=True, lazy=True)
-    if page.route == ROUTE_HOME or page.route.partition("/")[0] == "widget":
+    if prebuilds(page.route):
         first = next((p.builder for p in page.placed if p.builder is not None), None)
         if first is not None:
             prebuild(first)  # it arrives built: `Page.lazy_slots` no longer counts it
+    SPARES.start()
     return page.serve()
+
+
+def prebuilds(route: str) -> bool:
+    """Whether a served page builds its widget right after it is sent (`prebuild`): the start page
+    and the widget pages, whose widget is the first screen."""
+    return route == ROUTE_HOME or route.partition("/")[0] == "widget"
 
 
 def prebuild(lazy: LazyWidget) -> bool:
@@ -675,10 +714,131 @@ def prebuild(lazy: LazyWidget) -> bool:
             return
         with set_curdoc(doc):
             lazy.build()
+        SPARES.refill(lazy.spare_key)
 
     doc.add_next_tick_callback(run)
     lazy.prebuilt = True
     return True
+
+
+# ------------------------------------------------------------------------------------------------
+# spare widgets: the widget of a prebuilt page, built before anyone asks
+# ------------------------------------------------------------------------------------------------
+
+#: environment variable that turns spare widgets off (`LOWPREC_APP_SPARES=0 lowprec serve`: every
+#: prebuilt widget is built after its page is sent, as before stop 27; for A/B measurements)
+SPARES_ENV = "LOWPREC_APP_SPARES"
+
+SpareKey = tuple[str, str, Any]  # (widget name, its parameters as sorted JSON, what to show of it)
+
+
+def spare_key(name: str, params: dict[str, Any], view_of: Callable[[Any], Any] | None = None) -> SpareKey:
+    """The key of a widget built with `params` and shown as `view_of` shows it."""
+    return name, json.dumps(params, sort_keys=True, default=repr), view_of
+
+
+class Spares:
+    """At most one spare per key of the prebuilt pages (the start page's explorer and each widget
+    page's widget at its defaults): `built_view` run ahead, on the server's event loop with no
+    session, so a page that needs one takes it and its `prebuild` only syncs it with the URL and
+    swaps it in. Building a widget (its Python objects, figures and styles) is about half of what
+    the server does for such a page before the browser can draw it (0.13-0.36 s per widget
+    measured in-process, more when the browser shares the CPUs); with a spare, that part no longer
+    competes with sending the page's scripts. A spare is used by one session only and replaced
+    `REFILL_DELAY_S` after it is taken; the first served page schedules one of each, after
+    `START_DELAY_S`, one per event-loop turn."""
+
+    START_DELAY_S = 2.0
+    REFILL_DELAY_S = 2.0
+
+    def __init__(self) -> None:
+        self._ready: dict[SpareKey, tuple[Any, pn.Column]] = {}
+        self._pending: set[SpareKey] = set()
+        self._lock = threading.Lock()
+        self._started = False
+        self.taken = 0  # spares handed to pages since the process started
+        self.built = 0  # spares built
+
+    @staticmethod
+    def enabled() -> bool:
+        return os.environ.get(SPARES_ENV, "1") != "0"
+
+    def take(self, key: SpareKey) -> tuple[Any, pn.Column] | None:
+        """The spare for `key` (removed: nobody else gets it), or None."""
+        with self._lock:
+            spare = self._ready.pop(key, None)
+            if spare is not None:
+                self.taken += 1
+            return spare
+
+    def fill(self, key: SpareKey) -> bool:
+        """Build the spare for `key` now (no-op when there is one; True when one was built). A widget
+        that cannot be built (bad parameters, a missing extra) gets no spare: its page says why."""
+        with self._lock:
+            self._pending.discard(key)
+            if key in self._ready:
+                return False
+        name, params, view_of = key
+        widget, holder = built_view(name, json.loads(params), view_of)
+        if widget is None:
+            return False
+        with self._lock:
+            self._ready.setdefault(key, (widget, holder))
+            self.built += 1
+        return True
+
+    def _schedule(self, key: SpareKey, delay: float) -> None:
+        """Build the spare for `key` on the current event loop in `delay` seconds (no loop: never)."""
+        if not self.enabled():
+            return
+        try:
+            loop = asyncio.get_running_loop()  # the server's (Tornado runs on asyncio)
+        except RuntimeError:
+            return
+        with self._lock:
+            if key in self._pending or key in self._ready:
+                return
+            self._pending.add(key)
+
+        def run() -> None:
+            try:  # in an empty context: no session's document is current (`pn.state.curdoc` is None)
+                contextvars.Context().run(self.fill, key)
+            except Exception:  # a bug: the page that needs it builds its own (and reports it there)
+                log.exception("building a spare %s failed", key[0])
+
+        loop.call_later(delay, run)
+
+    def refill(self, key: SpareKey) -> None:
+        """Replace a taken spare, `REFILL_DELAY_S` from now (the page that took it is then drawing)."""
+        self._schedule(key, self.REFILL_DELAY_S)
+
+    def start(self) -> None:
+        """Once per process, on the first served page: schedule a spare for every prebuilt page,
+        `START_DELAY_S` from now, one per event-loop turn."""
+        with self._lock:
+            if self._started or not self.enabled():
+                return
+            self._started = True
+        for i, key in enumerate(prebuilt_keys()):
+            self._schedule(key, self.START_DELAY_S + 0.05 * i)
+
+    def clear(self) -> None:
+        """Forget every spare and pending build (tests)."""
+        with self._lock:
+            self._ready.clear()
+            self._pending.clear()
+            self._started = False
+
+
+def prebuilt_keys() -> list[SpareKey]:
+    """The spare key of every page that `served` prebuilds, in site order: the start page's explorer,
+    then each widget page's widget at its defaults (what `landing_page` and `widget_page` place
+    when the URL sets no parameter)."""
+    return ([spare_key(LANDING_WIDGET, dict(LANDING_PARAMS), compact_view)]
+            + [spare_key(name, {}) for name in WIDGETS])
+
+
+SPARES = Spares()
 
 
 def routes() -> dict[str, Callable[[], pn.viewable.Viewable]]:

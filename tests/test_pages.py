@@ -310,3 +310,109 @@ def test_a_lazy_lesson_keeps_a_widget_that_needs_page_scripts_lazy() -> None:
     _, placed = pages.lesson_body(lesson, lazy=True)
     assert [(p.name, p.lazy, p.widget is not None) for p in placed] == [
         ("BlockFormats", True, False), ("RecipeLab", True, False)]
+
+
+# -- spare widgets (`pages.Spares`) --------------------------------------------------------------
+
+
+def test_a_spare_is_handed_out_once_and_is_a_fresh_widget_at_the_page_defaults() -> None:
+    """A spare is built ahead with the parameters its page would build it with, goes to one page
+    only, and is then gone until it is built again."""
+    spares = pages.Spares()
+    key = pages.spare_key("BinExplorer", {})
+    assert spares.take(key) is None
+    assert spares.fill(key) is True
+    assert spares.fill(key) is False  # one per key
+    spare = spares.take(key)
+    assert spare is not None and spares.take(key) is None
+    widget, holder = spare
+    fresh, _ = pages.build_widget("BinExplorer", {})
+    assert type(widget) is type(fresh) and widget is not fresh
+    assert widget.config() == fresh.config()
+    assert widget.error == "" and not _alerts(holder)
+    assert holder.select(lambda o: getattr(o, "_lowprec_widget", None) is widget), "placed as a page places it"
+    assert (spares.built, spares.taken) == (1, 1)
+
+
+def test_the_start_pages_spare_is_its_compact_explorer() -> None:
+    spares = pages.Spares()
+    key = pages.spare_key(pages.LANDING_WIDGET, dict(pages.LANDING_PARAMS), pages.compact_view)
+    assert spares.fill(key)
+    widget, holder = spares.take(key)  # type: ignore[misc]
+    assert widget.compare_format == ""
+    assert holder.select(lambda o: getattr(o, "_lowprec_widget", None) is widget)
+    assert not any(o is widget._table for o in holder.select())  # the compact view has no code table
+
+
+def test_the_spare_keys_are_those_of_the_pages_served_prebuilds() -> None:
+    """`prebuilt_keys` names what each prebuilt page's slot asks for (the start page and every
+    widget page), so every such page finds its spare."""
+    asked = []
+    for route in pages.route_names():
+        page = pages.build_page(route, sync=False, lazy=True)
+        builders = [p.builder for p in page.placed if p.builder is not None]
+        if pages.prebuilds(route):
+            asked.append(builders[0].spare_key)
+    assert len(asked) == len(pages.WIDGETS) + 1
+    assert pages.prebuilt_keys() == asked
+
+
+def test_spares_are_built_on_the_event_loop_after_the_first_page_and_can_be_turned_off(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import asyncio
+
+    spares = pages.Spares()
+    spares.START_DELAY_S = 0.0
+    keys = [pages.spare_key("BinChallenge", {}), pages.spare_key("Conventions", {})]
+    monkeypatch.setattr(pages, "prebuilt_keys", lambda: keys)
+    spares.start()  # no event loop in this thread: nothing scheduled, nothing built
+    assert spares.built == 0
+
+    async def first_page() -> None:
+        spares.clear()
+        spares.start()
+        spares.start()  # once per process
+        for _ in range(400):
+            if spares.built == len(keys):
+                break
+            await asyncio.sleep(0.05)
+
+    asyncio.run(first_page())
+    assert spares.built == len(keys)
+    assert all(spares.take(k) is not None for k in keys)
+
+    monkeypatch.setenv(pages.SPARES_ENV, "0")
+    spares.clear()
+    asyncio.run(first_page())
+    assert spares.built == len(keys)  # nothing more was built
+
+
+def test_a_spare_is_built_outside_any_session(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Spares are built by the server with no session's document current, even when the refill
+    is scheduled from inside a session (asyncio copies the context into its callbacks)."""
+    import asyncio
+
+    from bokeh.document import Document
+    from panel.io.state import set_curdoc
+
+    seen = []
+    real = pages.built_view
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        seen.append(pn.state.curdoc)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pages, "built_view", spy)
+    spares = pages.Spares()
+    spares.REFILL_DELAY_S = 0.0
+
+    async def in_session() -> None:
+        with set_curdoc(Document()):
+            spares.refill(pages.spare_key("BinChallenge", {}))
+        for _ in range(200):
+            if spares.built:
+                break
+            await asyncio.sleep(0.05)
+
+    asyncio.run(in_session())
+    assert spares.built == 1 and seen == [None]

@@ -258,16 +258,31 @@
     this.update();
   };
   Explorer.prototype.scale = function () { return num(this.cfg.settings.decode_scale); };
+  Explorer.prototype.tables = function () {  // the formats whose bins the current view needs
+    var need = [this.current.format];
+    var cmp = this.cfg.compare;
+    if (cmp && cmp.offline) need.push(cmp.format);
+    return Promise.all(need.map(load));
+  };
+  Explorer.prototype.prime = function () {
+    // the view the page already shows (Python drew it), in JS terms, without drawing it again:
+    // redrawing every source while Bokeh still lays the page out made it lay out twice
+    var self = this;
+    return this.tables().then(function () {
+      try {
+        var v = self.explain();
+        self.view = v;
+        self.lastSources = self.sources(v);
+      } catch (e) { /* the page shows Python's message; the next edit explains in JS */ }
+    }, function () { /* the next edit reports the missing tables */ });
+  };
   Explorer.prototype.update = function () {
     var self = this, fmt = this.current.format;
     if (this.cfg.formats.indexOf(fmt) < 0) {
       this.alert("Offline page: " + fmt + " has more than 8 bits; its bins are not in this page (run lowprec serve). Pick a format up to 8 bits.");
       return Promise.resolve(false);
     }
-    var need = [fmt];
-    var cmp = this.cfg.compare;
-    if (cmp && cmp.offline) need.push(cmp.format);
-    return Promise.all(need.map(load)).then(function () {
+    return this.tables().then(function () {
       try {
         var view = self.explain();
         self.draw(view);
@@ -481,7 +496,7 @@
         var e = new Explorer(c, doc);
         e.start();
         explorers.push(e);
-        if (c.formats.indexOf(c.settings.format) >= 0) e.update();  // the view the page shows, in JS terms
+        if (c.formats.indexOf(c.settings.format) >= 0) e.prime();
       });
       window.lowprecBinExplorers = explorers;
     }, 100);
