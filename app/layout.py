@@ -388,6 +388,10 @@ def finish(root: Any) -> None:
         if pane.object is not None:
             style_bokeh(pane.object)
         pane.sizing_mode = "stretch_width"
+    for view in root.select(lambda o: getattr(o, "_lowprec_widget", None) is not None):
+        widget = view._lowprec_widget
+        if hasattr(widget, "restyle"):  # a widget that builds parts later styles them as the page does
+            widget.restyle = finish
 
 
 def _panelize(model: Any) -> Any:

@@ -90,7 +90,9 @@ def test_registry_defaults_and_render(cls: type[SimulationWidget]) -> None:
     assert sum(len(next(iter(src.data.values()))) for src in w.sources.values()) > 0
     root = pn.panel(w).get_root()  # type: ignore[attr-defined]
     shown = {id(m) for m in root.references()}
-    assert all(id(src) in shown for src in w.sources.values())  # the page draws the widget's data
+    # the page draws the widget's data (an empty source may belong to a view not shown: ScaleGrouping
+    # builds a study's figures when the study is first shown)
+    assert all(id(src) in shown for src in w.sources.values() if len(next(iter(src.data.values()), [])))
 
 
 def _options(cls: type[SimulationWidget]) -> list[tuple[str, Any]]:
@@ -525,6 +527,33 @@ def test_grouping_other_studies() -> None:
                           st.mxfp4_rms_rel_error_after]
     w.study = "outlier"
     assert w._views["outlier"].visible and len(columns(w, "cells")["x"]) == 32 * 64
+
+
+def test_grouping_builds_a_studys_figures_when_it_is_first_shown_styled_as_its_page() -> None:
+    """Only the shown study's figures exist (and reach the page); another study's are built when
+    it is first shown, drawing its sources, and a widget placed on a page gets the page's styling
+    for them (`restyle` = `layout.finish`: the site's Bokeh look and a full-width pane)."""
+    from bokeh.document import Document
+
+    from lowprec.app import layout, pages
+    from lowprec.app.theme import BOKEH_ROLES
+
+    plain = ScaleGrouping()
+    assert list(plain._figures) == ["outlier"] and plain.restyle is None
+    assert all(not v.objects for k, v in plain._views.items() if k != "outlier")
+    w, holder = pages.built_view("ScaleGrouping", {})
+    assert w.restyle is layout.finish
+    w.study = "hadamard"
+    assert w.error == "" and list(w._figures) == ["outlier", "hadamard"]
+    fig = w._figures["hadamard"]
+    assert w._views["hadamard"].visible and fig in [getattr(o, "object", None) for o in w._views["hadamard"].objects]
+    shown = {id(m) for m in holder.get_root(Document()).references()}
+    assert id(w.sources["hadamard"]) in shown and id(fig) in shown
+    assert fig.border_fill_color == BOKEH_ROLES["border_fill"][0]  # the site's look (style_bokeh)
+    assert all(o.sizing_mode == "stretch_width" for o in w._views["hadamard"].objects)
+    w.study = "outlier"
+    w.study = "hadamard"  # built once
+    assert w._figures["hadamard"] is fig
 
 
 def test_grouping_bad_value_keeps_view() -> None:

@@ -132,14 +132,26 @@ def study_columns(study: Any) -> dict[str, dict[str, list[Any]]]:
     }
 
 
+#: the studies, in the order the widget stacks them
+STUDIES = ("outlier", "scale_choice", "transpose", "hadamard")
+
+
+def study_figure_of(name: str, sources: dict[str, Any], width: int = 700) -> Any:
+    """The figure of study `name`, built over `sources` (named as in `study_columns`)."""
+    if name == "outlier":
+        return outlier_figure(sources, width=width, height=300)
+    if name == "scale_choice":
+        return scale_choice_figure(sources, width=width)
+    if name == "transpose":
+        return transpose_figure(as_source(sources["transpose"]), width=width)
+    if name == "hadamard":
+        return hadamard_figure(sources, width=width)
+    raise ValueError(f"unknown study {name!r}; studies: {', '.join(STUDIES)}")
+
+
 def study_figures(sources: dict[str, Any], width: int = 700) -> dict[str, Any]:
     """One figure per study name, built over `sources` (named as in `study_columns`)."""
-    return {
-        "outlier": outlier_figure(sources, width=width, height=300),
-        "scale_choice": scale_choice_figure(sources, width=width),
-        "transpose": transpose_figure(as_source(sources["transpose"]), width=width),
-        "hadamard": hadamard_figure(sources, width=width),
-    }
+    return {name: study_figure_of(name, sources, width) for name in STUDIES}
 
 
 def study_figure(study: Any) -> Any:

@@ -58,6 +58,10 @@ class SimulationWidget(pn.viewable.Viewer):
     control_widgets: dict[str, Any] = {}
     #: the simulation this widget is a face of (set by `simulation_widget`), or None
     simulation: Simulation[Any, Any] | None = None
+    #: how the page that placed this widget styles a part the widget builds later (ScaleGrouping
+    #: builds a study's figures when it is first shown): `app.layout.finish`, set when a page
+    #: styles the widget; None (a notebook, a standalone view) leaves new parts as built
+    restyle: Callable[[Any], None] | None = None
 
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)

@@ -19,7 +19,7 @@ import numpy as np
 import panel as pn
 from bokeh.models import ColumnDataSource
 
-from lowprec.app.plots.grouping import study_columns, study_figures
+from lowprec.app.plots.grouping import STUDIES, study_columns, study_figure_of
 from lowprec.app.plots.style import power_of_two_text
 from lowprec.app.plots.widget_grouping import (
     GROUPING_CELL_COLUMNS,
@@ -133,16 +133,33 @@ class ScaleGrouping(SimulationWidget):
 
     # -- figures ----------------------------------------------------------------------------------
     def _build_figures(self, sources: dict[str, ColumnDataSource]) -> Any:
-        self._heatmaps = grouping_figures(sources)
-        self._figures = study_figures(sources)
-        self._views = {
-            "outlier": pn.Column(self._view, self._heatmaps, self._figures["outlier"], sizing_mode="stretch_width"),
-            **{name: pn.Column(fig, sizing_mode="stretch_width") for name, fig in self._figures.items()
-               if name != "outlier"},
-        }
+        """One (empty) column per study; a study's figures are built the first time it is shown
+        (`_show_study`): the studies not shown were 129 of the widget's 303 Bokeh models, which a
+        page built, sent and drew for nothing."""
+        self._figure_sources = sources
+        self._figures: dict[str, Any] = {}
+        self._heatmaps: Any = None
+        self._views = {name: pn.Column(sizing_mode="stretch_width", visible=False) for name in STUDIES}
         return pn.Column(*self._views.values(), sizing_mode="stretch_width")
 
+    def _show_study(self, name: str) -> None:
+        """Build study `name`'s figures over the widget's sources, once, styled as the page styled
+        the rest of the widget (`restyle`, set when a page places it)."""
+        view = self._views[name]
+        if view.objects:
+            return
+        sources = self._figure_sources
+        self._figures[name] = study_figure_of(name, sources)
+        if name == "outlier":
+            self._heatmaps = grouping_figures(sources)
+            view.objects = [self._view, self._heatmaps, self._figures[name]]
+        else:
+            view.objects = [self._figures[name]]
+        if self.restyle is not None:
+            self.restyle(view)
+
     def _after_update(self, result: GroupingResult) -> None:
+        self._show_study(result.config.study)
         for name, view in self._views.items():
             view.visible = name == result.config.study
         if isinstance(result.study, OutlierStudy):
