@@ -139,24 +139,26 @@ class ScaleGrouping(SimulationWidget):
         self._figure_sources = sources
         self._figures: dict[str, Any] = {}
         self._heatmaps: Any = None
-        self._views = {name: pn.Column(sizing_mode="stretch_width", visible=False) for name in STUDIES}
-        return pn.Column(*self._views.values(), sizing_mode="stretch_width")
+        self._views: dict[str, pn.Column] = {}
+        self._stack = pn.Column(sizing_mode="stretch_width")  # the views built so far
+        return self._stack
 
     def _show_study(self, name: str) -> None:
         """Build study `name`'s figures over the widget's sources, once, styled as the page styled
         the rest of the widget (`restyle`, set when a page places it)."""
-        view = self._views[name]
-        if view.objects:
+        if name in self._views:
             return
         sources = self._figure_sources
         self._figures[name] = study_figure_of(name, sources)
         if name == "outlier":
             self._heatmaps = grouping_figures(sources)
-            view.objects = [self._view, self._heatmaps, self._figures[name]]
+            objects = [self._view, self._heatmaps, self._figures[name]]
         else:
-            view.objects = [self._figures[name]]
+            objects = [self._figures[name]]
+        view = self._views[name] = pn.Column(*objects, sizing_mode="stretch_width", visible=False)
         if self.restyle is not None:
             self.restyle(view)
+        self._stack.append(view)
 
     def _after_update(self, result: GroupingResult) -> None:
         self._show_study(result.config.study)
