@@ -3,7 +3,7 @@
 Per format: every code's value, every midpoint between neighbouring values and the float32 values
 one step either side of it, overflow thresholds (max, the midpoint above it, just above), subnormal
 boundaries, ±0, ±Inf, NaNs with several payloads, float32 subnormals, and seeded random values over
-the whole range (log-uniform magnitudes, both signs). All as float32 (the dtype kernels read);
+the whole range (a uniformly drawn binary exponent, both signs; the same values on every CPU). All as float32 (the dtype kernels read);
 `bf16_inputs` gives BF16 values (as float32) for kernels that read BF16: the same vectors truncated
 to BF16 and, around every value and midpoint, the BF16 neighbours one step either side. The
 generators are deterministic in (format, n_random, seed); a report stores the sha256 of the inputs
@@ -11,6 +11,8 @@ it used (`gpu.crosscheck.inputs_sha256`) so a replay knows it regenerated the sa
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -64,14 +66,19 @@ def structured_inputs(fmt: str | Format) -> np.ndarray:
 
 
 def random_inputs(fmt: str | Format, n: int = 1_000_000, seed: int = 0) -> np.ndarray:
-    """n seeded float32 values: log-uniform magnitudes from below the smallest subnormal to above
-    max, random signs (a third of them uniform within [-max, max] to stress the dense region)."""
+    """n seeded float32 values: magnitudes from below the smallest subnormal to above max with a
+    binary exponent drawn uniformly and a significand uniform in [1, 2), random signs (a third of
+    them uniform within [-max, max] to stress the dense region). The same values on every machine:
+    no transcendental function is applied to an array (numpy's SIMD `exp2`/`log2` differ by an ulp
+    between CPUs, AVX-512 against AVX2, which changed these vectors and so the sha256 the committed
+    cross-check reports record); the exponent is applied exactly (`ldexp`)."""
     f = get_format(fmt)
     rng = np.random.default_rng(seed)
-    lo = np.log2(max(f.smallest_subnormal / 8, 2.0**-149))
-    hi = min(np.log2(f.max) + 2, 127.9)
+    lo = math.log2(max(f.smallest_subnormal / 8, 2.0**-149))
+    hi = min(math.log2(f.max) + 2, 127.9)
     k = n - n // 3
-    mags = np.exp2(rng.uniform(lo, hi, k))
+    exponents = np.floor(rng.uniform(lo, hi, k)).astype(np.int64)
+    mags = np.ldexp(1.0 + rng.random(k), exponents)
     signs = rng.choice([-1.0, 1.0], size=k)
     dense = rng.uniform(-f.max, f.max, n // 3)
     with np.errstate(over="ignore"):
