@@ -22,7 +22,7 @@ from typing import Any
 from bokeh.models import ColumnDataSource, DataRange1d, FactorRange, HoverTool
 from bokeh.plotting import figure
 
-from lowprec.simulations.grouping import OutlierStudy, ScaleChoiceStudy, TransposeStudy
+from lowprec.simulations.grouping import STUDIES, OutlierStudy, ScaleChoiceStudy, TransposeStudy
 from lowprec.simulations.hadamard import HadamardStudy
 
 from .delayed import as_source
@@ -130,10 +130,6 @@ def study_columns(study: Any) -> dict[str, dict[str, list[Any]]]:
         **transpose_sources(study if isinstance(study, TransposeStudy) else None),
         **hadamard_sources(study if isinstance(study, HadamardStudy) else None),
     }
-
-
-#: the studies, in the order the widget stacks them
-STUDIES = ("outlier", "scale_choice", "transpose", "hadamard")
 
 
 def study_figure_of(name: str, sources: dict[str, Any], width: int = 700) -> Any:

@@ -19,7 +19,7 @@ import numpy as np
 import panel as pn
 from bokeh.models import ColumnDataSource
 
-from lowprec.app.plots.grouping import STUDIES, study_columns, study_figure_of
+from lowprec.app.plots.grouping import study_columns, study_figure_of
 from lowprec.app.plots.style import power_of_two_text
 from lowprec.app.plots.widget_grouping import (
     GROUPING_CELL_COLUMNS,
@@ -27,7 +27,7 @@ from lowprec.app.plots.widget_grouping import (
     grouping_figures,
     set_colorbar_ranges,
 )
-from lowprec.app.widgets._sim_base import SimulationWidget, simulation_widget
+from lowprec.app.widgets._sim_base import SimulationWidget, binary_columns, simulation_widget
 from lowprec.simulations import grouping
 from lowprec.simulations.grouping import GroupingResult, OutlierEntry, OutlierStudy
 
@@ -74,10 +74,11 @@ class ScaleGrouping(SimulationWidget):
         if self.__dict__.get("_setting_view"):
             return  # the buttons follow a new result; that update pushes the data
         if self.result is not None and isinstance(self.result.study, OutlierStudy):
-            self._accept(self.result, self._source_data(self.result))
+            data = self._source_data(self.result)
+            self._accept(self.result, data, binary_columns(data))
 
     # -- columns ----------------------------------------------------------------------------------
-    def _cells(self, study: OutlierStudy, entry: OutlierEntry) -> dict[str, Any]:
+    def _cells(self, study: OutlierStudy, entry: OutlierEntry) -> dict[str, list[Any]]:
         r0, c0 = study.outlier_index
         rows = _window(study.shape[0], MAX_CELLS[0], r0)
         cols = _window(study.shape[1], MAX_CELLS[1], c0)
@@ -92,20 +93,13 @@ class ScaleGrouping(SimulationWidget):
             log_rel = np.log10(rel)
         scale_colors, error_colors = grouping_colors(log2_scale.tolist(), log_rel.tolist())
         texts = {float(v): power_of_two_text(float(v)) for v in np.unique(dec)}
-        # numeric columns as arrays: Bokeh sends them as binary buffers (serializing 2,048-row
-        # Python lists was a fifth of a second of the page's document)
-        def ints(a: Any) -> Any:
-            return np.ascontiguousarray(a.reshape(-1), dtype=np.int32)
-
-        def floats(a: Any) -> Any:
-            return np.ascontiguousarray(a.reshape(-1), dtype=np.float64)
-
-        return {
-            "x": ints(c_idx), "y": ints(r_idx), "row": ints(r_idx), "col": ints(c_idx),
-            "value": floats(x), "dequantized": floats(x_hat),
-            "decode_scale": floats(dec), "log2_decode_scale": floats(log2_scale),
-            "scale_text": [texts[float(v)] for v in dec], "group": ints(groups),
-            "rel_error": floats(rel), "log10_rel_error": floats(log_rel),
+        return {  # lists; the sources get the numeric ones as arrays (`binary_columns`)
+            "x": c_idx.reshape(-1).tolist(), "y": r_idx.reshape(-1).tolist(),
+            "row": r_idx.reshape(-1).tolist(), "col": c_idx.reshape(-1).tolist(),
+            "value": x.reshape(-1).tolist(), "dequantized": x_hat.reshape(-1).tolist(),
+            "decode_scale": dec.tolist(), "log2_decode_scale": log2_scale.tolist(),
+            "scale_text": [texts[float(v)] for v in dec], "group": groups.tolist(),
+            "rel_error": rel.tolist(), "log10_rel_error": log_rel.tolist(),
             "scale_color": scale_colors, "error_color": error_colors,
         }
 
@@ -136,7 +130,6 @@ class ScaleGrouping(SimulationWidget):
         """One (empty) column per study; a study's figures are built the first time it is shown
         (`_show_study`): the studies not shown were 129 of the widget's 303 Bokeh models, which a
         page built, sent and drew for nothing."""
-        self._figure_sources = sources
         self._figures: dict[str, Any] = {}
         self._heatmaps: Any = None
         self._views: dict[str, pn.Column] = {}
@@ -148,7 +141,7 @@ class ScaleGrouping(SimulationWidget):
         the rest of the widget (`restyle`, set when a page places it)."""
         if name in self._views:
             return
-        sources = self._figure_sources
+        sources = self.sources
         self._figures[name] = study_figure_of(name, sources)
         if name == "outlier":
             self._heatmaps = grouping_figures(sources)
