@@ -18,7 +18,7 @@ from .codec import (
     quantize,
     unpack_fp4,
 )
-from .conventions import CONVENTIONS, conventions_table, policy_for
+from .conventions import CONVENTIONS, ML_DTYPES_RULES, conventions_table, ml_dtypes_version, policy_for
 from .policy import (
     CastPolicy,
     NanPayload,
@@ -67,9 +67,11 @@ __all__ = [
     "ALL_FORMATS", "BF16", "BinView", "CHUNK", "CONVENTIONS", "CastExplanation", "CastPolicy",
     "CodeTable", "E2M1", "E2M3", "E3M2", "E4M3FN", "E4M3FNUZ", "E5M2", "E5M2FNUZ", "E8M0",
     "FLOAT_FORMATS", "FP16", "FP32", "FloatFormat", "Format", "INT4", "INT8", "IntFormat",
+    "ML_DTYPES_RULES",
     "NanPayload", "NanToFinite", "Overflow", "Rounding", "RoundingBin", "Subnormals",
     "UnsignedNegative", "UnsignedZero", "as_float_array", "classify_codes", "code_table",
     "conventions_table", "decode", "decode_scalar", "default_policy", "encode", "encode_scalar",
-    "explain_cast", "explain_value", "format_names", "get_format", "pack_fp4", "parse_value",
+    "explain_cast", "explain_value", "format_names", "get_format", "ml_dtypes_version", "pack_fp4",
+    "parse_value",
     "policy_for", "power_of_two_text", "quantize", "resolve_policy", "rounding_bin", "unpack_fp4",
 ]

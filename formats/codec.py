@@ -807,7 +807,7 @@ NAN_BITS = ("ml_dtypes", "torch", "canonical")
 def _nan_float_bits(fmt: FloatFormat, code: int, nan_bits: str) -> int:
     """float32 bit pattern that a backend produces when it decodes NaN code `code`.
 
-    canonical: 0x7FC00000 with the code's sign. ml_dtypes 0.6 (numpy for FP16): BF16/FP16 keep
+    canonical: 0x7FC00000 with the code's sign. ml_dtypes 0.5–0.7 (numpy for FP16): BF16/FP16 keep
     their payload (shifted left, not quieted); other formats give the canonical quiet NaN with the
     sign, fnuz's 0x80 gives 0xFFC00000. torch 2.13: BF16 keeps its payload; FP16, E5M2 and E4M3FN
     set the quiet bit and keep the payload, shifted (FP16: in the vectorised lanes; elements in the

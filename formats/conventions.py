@@ -1,14 +1,25 @@
 """Named conventions: the cast policy each real backend applies, measured, per format.
 
-Measured on torch 2.13.0 (CPU eager casts of tensors of rank ≥ 1) and ml_dtypes 0.6.0 (numpy
-`astype`; FP16 is numpy's own cast) with the vectors of `gpu.vectors`; `triton_nvidia` follows the
+Measured on torch 2.13.0 (CPU eager casts of tensors of rank ≥ 1) and ml_dtypes 0.5.4, 0.6.0 and
+0.7.0 (numpy `astype`; FP16 is numpy's own cast) with the vectors of `gpu.vectors`; `triton_nvidia` follows the
 PTX ISA's `cvt.rn.satfinite` description (round to nearest even, saturate finite values and ±Inf,
 NaN stays NaN); `ocp` is our reading of the OCP OFP8 / MX v1.0 specifications. The differences at
 the edges are the point: see `conventions_table()`.
+
+ml_dtypes changed two edges in 0.7.0, so its convention is versioned data (`ML_DTYPES_RULES`):
+releases before 0.7 round float64 input to float32 first (double rounding) and give every float32
+subnormal above 2^-127 the E8M0 code of 2^-126 (they read its exponent field as if it were normal);
+0.7 rounds float64 input once and rounds a float32 subnormal by its value. Everything else (overflow,
+NaN codes, E8M0 ties away from zero, zero and negatives into E8M0) is the same in 0.5.4, 0.6.0 and
+0.7.0. `policy_for("ml_dtypes", fmt)` follows the installed ml_dtypes; `version=` asks for another
+release's rules (a recorded report is replayed under the release that produced it).
 """
 
 from __future__ import annotations
 
+import re
+from functools import lru_cache
+from importlib import metadata
 from typing import Any
 
 from lowprec.config import config_record, knob
@@ -24,22 +35,70 @@ from .policy import (
 )
 from .specs import FLOAT_FORMATS, Format, FloatFormat, get_format
 
+#: ml_dtypes releases whose cast rules differ, oldest first: (first release, float64 input rounded to
+#: float32 first, how E8M0 reads a float32 subnormal). A release uses the last row at or below it;
+#: releases after the newest row are assumed to keep its rules (the test suite checks the installed one).
+ML_DTYPES_RULES: tuple[tuple[tuple[int, int], bool, str], ...] = (
+    ((0, 5), True, "exponent_field"),   # 0.5.x, 0.6.x (measured: 0.5.4, 0.6.0)
+    ((0, 7), False, "nearest"),         # 0.7.0: float64 rounded once; subnormals by value
+)
+_ML_DTYPES_OLDEST = ML_DTYPES_RULES[0][0]
+
+
+def _release(version: str) -> tuple[int, int]:
+    """(major, minor) of a version string such as '0.7.0' or '0.6.0rc1'."""
+    if not isinstance(version, str):
+        raise TypeError(f"version must be a string such as '0.7.0', got {type(version).__name__}")
+    m = re.match(r"\s*(\d+)\.(\d+)", version)
+    if m is None:
+        raise ValueError(f"version {version!r} is not a release number such as '0.7.0'")
+    return int(m.group(1)), int(m.group(2))
+
+
+@lru_cache(maxsize=None)
+def ml_dtypes_version() -> str:
+    """The installed ml_dtypes release (from its package metadata; ml_dtypes is not imported)."""
+    try:
+        return metadata.version("ml_dtypes")
+    except metadata.PackageNotFoundError:  # a dependency of lowprec: only a broken install lacks it
+        return ".".join(map(str, ML_DTYPES_RULES[-1][0])) + ".0"
+
+
+def ml_dtypes_rules(version: str | None = None) -> tuple[bool, str]:
+    """(float64 via float32, E8M0 float32-subnormal reading) of ml_dtypes `version` (None: installed).
+
+    Raises ValueError for a release older than the oldest measured one (0.5)."""
+    rel = _release(ml_dtypes_version() if version is None else version)
+    if rel < _ML_DTYPES_OLDEST:
+        raise ValueError(f"ml_dtypes {version} is older than the releases measured "
+                         f"(0.5.4, 0.6.0, 0.7.0); lowprec models ml_dtypes ≥ 0.5")
+    rules = [r for r in ML_DTYPES_RULES if r[0] <= rel][-1]
+    return rules[1], rules[2]
+
+
+def _ml_dtypes_release() -> str:
+    return ".".join(map(str, _release(ml_dtypes_version())))
+
+
 CONVENTIONS: dict[str, str] = {
-    "ml_dtypes": "ml_dtypes 0.6 astype (numpy for FP16): overflow to Inf/NaN, E8M0 ties up, zero → NaN",
+    "ml_dtypes": (f"ml_dtypes {_ml_dtypes_release()} astype (numpy for FP16): overflow to Inf/NaN, "
+                  "E8M0 ties up, zero → NaN, float64 "
+                  + ("via float32 (double rounding)" if ml_dtypes_rules()[0] else "rounded once")),
     "torch": "torch 2.13 CPU eager .to(dtype): E4M3FN saturates, E8M0 drops the sign, zero → 2^-127",
     "triton_nvidia": "Triton on NVIDIA, compiled cvt.rn.satfinite: nearest-even, saturating (E5M2 too)",
     "ocp": "OCP OFP8 / MX v1.0 reading: nearest-even, saturating conversion for the MX element types",
 }
 
 
-def _ml_dtypes(fmt: FloatFormat) -> CastPolicy:
-    base = CastPolicy(name="ml_dtypes", float64_via_float32=fmt.name != "FP16")
+def _ml_dtypes(fmt: FloatFormat, version: str | None = None) -> CastPolicy:
+    via_float32, e8m0_subnormals = ml_dtypes_rules(version)
+    base = CastPolicy(name="ml_dtypes", float64_via_float32=via_float32 and fmt.name != "FP16")
     if fmt.name == "FP16":  # numpy's float16 cast: single rounding from float64, payload kept
         return base.with_(nan_payload=NanPayload.TRUNCATE, name="ml_dtypes")
     if fmt.name == "E8M0":
         return base.with_(rounding=Rounding.NEAREST_AWAY, unsigned_zero=UnsignedZero.NAN,
                           unsigned_negative=UnsignedNegative.NAN,
-                          e8m0_float32_subnormals="exponent_field", name="ml_dtypes")
+                          e8m0_float32_subnormals=e8m0_subnormals, name="ml_dtypes")
     if not (fmt.has_inf or fmt.has_nan):  # E2M1, E3M2, E2M3
         return base.with_(overflow=Overflow.SATURATE, nan_to_finite=NanToFinite.NEGATED_ZERO,
                           name="ml_dtypes")
@@ -83,21 +142,29 @@ def _ocp(fmt: FloatFormat) -> CastPolicy:
                       name="ocp")
 
 
-_BUILDERS = {"ml_dtypes": _ml_dtypes, "torch": _torch, "triton_nvidia": _triton_nvidia, "ocp": _ocp}
+_BUILDERS: dict[str, Any] = {"ml_dtypes": _ml_dtypes, "torch": _torch, "triton_nvidia": _triton_nvidia, "ocp": _ocp}
 
 
-def policy_for(convention: str, fmt: str | Format) -> CastPolicy:
+def policy_for(convention: str, fmt: str | Format, *, version: str | None = None) -> CastPolicy:
     """The CastPolicy that backend `convention` applies when casting to `fmt`.
 
     Conventions: ml_dtypes, torch, triton_nvidia, ocp. Integer grids get nearest-even with
-    saturation under every convention.
+    saturation under every convention. `version` (ml_dtypes only, e.g. '0.6.0') asks for that
+    release's rules instead of the installed release's (see `ML_DTYPES_RULES`).
     """
     if not isinstance(convention, str) or convention.lower() not in _BUILDERS:
         raise ValueError(f"unknown convention {convention!r}; known: {', '.join(_BUILDERS)}")
-    f = get_format(fmt)
     conv = convention.lower()
+    if version is not None and conv != "ml_dtypes":
+        raise ValueError(f"version={version!r}: only the ml_dtypes convention is versioned "
+                         f"(torch is measured at 2.13 only), not {conv!r}")
+    if version is not None:
+        ml_dtypes_rules(version)  # a bad version string raises even for integer grids
+    f = get_format(fmt)
     if not isinstance(f, FloatFormat):
         return CastPolicy(overflow=Overflow.SATURATE, name=conv)
+    if conv == "ml_dtypes":
+        return _ml_dtypes(f, version)
     return _BUILDERS[conv](f)
 
 

@@ -58,7 +58,7 @@ class NanToFinite(str, Enum):
 
     RAISE: ValueError (the default: a NaN has no honest code there).
     ZERO: +0.   SIGNED_MAX: ±max with the NaN's sign bit.
-    NEGATED_ZERO: zero with the opposite of the NaN's sign bit (what ml_dtypes 0.6 does: +NaN → -0).
+    NEGATED_ZERO: zero with the opposite of the NaN's sign bit (what ml_dtypes 0.5–0.7 do: +NaN → -0).
     """
 
     RAISE = "raise"
@@ -116,10 +116,10 @@ class CastPolicy:
     unsigned_zero: UnsignedZero = UnsignedZero.RAISE
     unsigned_negative: UnsignedNegative = UnsignedNegative.RAISE
     # float64 input is first rounded to float32 (nearest-even), then cast: double rounding, as
-    # ml_dtypes 0.6 and torch 2.13 do. False: float64 input is rounded once, exactly.
+    # ml_dtypes < 0.7 and torch 2.13 do. False: float64 input is rounded once, exactly (ml_dtypes 0.7).
     float64_via_float32: bool = False
     # E8M0 from float32 subnormal input: "nearest" rounds the true value; "exponent_field" imitates
-    # ml_dtypes 0.6 and torch 2.13, which read the float32 exponent field as if the input were
+    # ml_dtypes < 0.7 and torch 2.13, which read the float32 exponent field as if the input were
     # normal, so every float32 subnormal above 2^-127 gives 2^-126 (code 0x01).
     e8m0_float32_subnormals: str = "nearest"
     name: str = ""  # the convention this policy came from, for reports ("" = hand-made)

@@ -37,7 +37,8 @@ from .report_schema import CONVENTION_LIBRARY, MAX_EXAMPLES, SCHEMA, validate_re
 __all__ = [
     "KERNEL_ENCODE_SCALES", "MAX_EXAMPLES", "REPORT_DIR", "REPORT_N_RANDOM", "REPORT_ROW_KEYS", "SCHEMA",
     "check_writable", "committed_reports", "decode_check", "encode_check", "inputs_sha256",
-    "load_report", "model_codes", "pack_codes", "replay_check", "replay_problems", "report_rows",
+    "library_version", "load_report", "model_codes", "pack_codes", "replay_check", "replay_problems",
+    "report_rows",
     "report_summary", "run_crosscheck", "summary_lines", "unpack_codes", "validate_report",
     "vector_inputs", "write_report",
 ]
@@ -58,10 +59,21 @@ def _scaled(x: np.ndarray, encode_scale: float) -> np.ndarray:
         return (np.asarray(x, np.float32) * np.float32(encode_scale)).astype(np.float32)
 
 
-def model_codes(x: np.ndarray, fmt: str, convention: str, encode_scale: float = 1.0) -> np.ndarray:
-    """What the model says `convention` gives for fp32(x · encode_scale) in `fmt`."""
+def model_codes(x: np.ndarray, fmt: str, convention: str, encode_scale: float = 1.0,
+                version: str | None = None) -> np.ndarray:
+    """What the model says `convention` gives for fp32(x · encode_scale) in `fmt` (`version`: the
+    ml_dtypes release whose rules apply, None for the installed one; see `policy_for`)."""
     with np.errstate(invalid="ignore", over="ignore"):
-        return encode(_scaled(x, encode_scale), fmt, policy_for(convention, fmt))
+        return encode(_scaled(x, encode_scale), fmt, policy_for(convention, fmt, version=version))
+
+
+def library_version(report: dict[str, Any]) -> str | None:
+    """The release of a versioned convention's library that produced `report` (ml_dtypes: the
+    recorded `versions['ml_dtypes']`), or None when the convention is not versioned."""
+    if report.get("convention") == "ml_dtypes":
+        v = report.get("versions", {}).get("ml_dtypes")
+        return v if isinstance(v, str) and v != "not installed" else None
+    return None
 
 
 # ------------------------------------------------------------------------------------------------
@@ -81,7 +93,7 @@ def _versions(backend: Backend) -> dict[str, str]:
 
 
 def _headline_version(backend: Backend) -> str:
-    """One line naming the library that did the casts, e.g. 'ml_dtypes 0.6.0'."""
+    """One line naming the library that did the casts, e.g. 'ml_dtypes 0.7.0'."""
     lib = CONVENTION_LIBRARY.get(backend.convention, "torch")
     v = backend.versions()
     line = f"{lib} {v.get(lib, '?')}"
@@ -309,12 +321,13 @@ def report_rows(format_name: str | None = None) -> list[dict[str, Any]]:
 # ------------------------------------------------------------------------------------------------
 
 
-def replay_check(check: dict[str, Any]) -> dict[str, Any]:
+def replay_check(check: dict[str, Any], version: str | None = None) -> dict[str, Any]:
     """Re-run the current model on one recorded check: {'inputs_match', 'mismatches', 'examples'}.
 
     Encode checks regenerate the inputs (their sha256 must match the recorded one) and compare the
-    recorded backend codes with today's model codes; decode checks compare recorded backend float32
-    bits with today's `formats.decode`."""
+    recorded backend codes with today's model codes under the rules of the library release that
+    recorded them (`version`, from `library_version(report)`); decode checks compare recorded
+    backend float32 bits with today's `formats.decode`."""
     if check["kind"] == "encode":
         x = vector_inputs(check["vectors"])
         if inputs_sha256(x) != check["inputs_sha256"]:
@@ -322,7 +335,7 @@ def replay_check(check: dict[str, Any]) -> dict[str, Any]:
         if "codes" not in check:
             raise ValueError(f"check for {check['format']} stores no codes; cannot replay it")
         got = unpack_codes(check["codes"])
-        want = model_codes(x, check["format"], check["convention"], check["encode_scale"])
+        want = model_codes(x, check["format"], check["convention"], check["encode_scale"], version)
         bad = np.flatnonzero(got.astype(want.dtype) != want)
         return {"inputs_match": True, "mismatches": int(bad.size),
                 "examples": [{"input_bits": hex32(x[i]), "backend_code": int(got[i]),
@@ -355,7 +368,7 @@ def replay_problems(report: dict[str, Any]) -> list[str]:
         label = (f"{report['backend']} {check['kind']} {check['format']}"
                  + (f" from {check['source_dtype']} ×{check['encode_scale']}"
                     if check["kind"] == "encode" else ""))
-        r = replay_check(check)
+        r = replay_check(check, library_version(report))
         if not r["inputs_match"]:
             problems.append(f"{label}: test vectors changed since the report was recorded "
                             "(sha256 differs); regenerate it with `lowprec crosscheck`")

@@ -1,4 +1,5 @@
-"""Oracles for the format tests: ml_dtypes 0.6 (numpy for FP16) and torch 2.13 CPU casts.
+"""Oracles for the format tests: the installed ml_dtypes (numpy for FP16; 0.5–0.7 are modelled, see
+`formats.conventions.ML_DTYPES_RULES`) and torch 2.13 CPU casts.
 
 The dtype of a format in each library is the attribute named by the format record's `dtype_name`
 (the one format ↔ dtype table); a wrong name there makes these oracles disagree with the model."""

@@ -1,7 +1,7 @@
 """formats.partition: the cast of every float64 as runs — the offline bin explorer's lookup table.
 
-Oracles: ml_dtypes' astype from float64 (which rounds through float32 first, as the ml_dtypes
-convention says) and torch's `.to(dtype)` from float64, compared as unsigned code views. Probes:
+Oracles: the installed ml_dtypes' astype from float64 (0.7 rounds once, earlier releases through
+float32 first, as the versioned ml_dtypes convention says) and torch's `.to(dtype)` from float64, compared as unsigned code views. Probes:
 every run start and the float64 just below it (each edge from both sides), the float32 neighbours of
 every midpoint between representable values (where double rounding differs from single rounding),
 and random values over the whole exponent range, both signs. The keys' order is checked against
@@ -73,11 +73,16 @@ def test_e8m0_runs_match_ml_dtypes_on_positive_values() -> None:
 def test_double_rounding_is_in_the_runs() -> None:
     # 1 + 2^-4 + 2^-30 lies above the E4M3FN midpoint 1.0625 of 1 and 1.125, so rounding once
     # gives 1.125 (0x39); through float32 it first becomes exactly 1.0625, a tie that goes to the even
-    # code 1.0 (0x38)
+    # code 1.0 (0x38). torch 2.13 and ml_dtypes < 0.7 round through float32; ml_dtypes 0.7 once.
+    torch = pytest.importorskip("torch")
     x = 1 + 2.0**-4 + 2.0**-30
-    assert cast_partition("E4M3FN", resolve_policy("E4M3FN", "ml_dtypes")).lookup(x) == 0x38
+    assert int(torch.tensor([x], dtype=torch.float64).to(torch.float8_e4m3fn).view(torch.uint8)[0]) == 0x38
+    assert cast_partition("E4M3FN", resolve_policy("E4M3FN", "torch")).lookup(x) == 0x38
+    assert cast_partition("E4M3FN", F.policy_for("ml_dtypes", "E4M3FN", version="0.6.0")).lookup(x) == 0x38
+    assert cast_partition("E4M3FN", F.policy_for("ml_dtypes", "E4M3FN", version="0.7.0")).lookup(x) == 0x39
     assert cast_partition("E4M3FN", F.CastPolicy(name="once")).lookup(x) == 0x39
-    assert int(np.array([x]).astype(ml_dtypes.float8_e4m3fn).view(np.uint8)[0]) == 0x38
+    installed = int(np.array([x]).astype(ml_dtypes.float8_e4m3fn).view(np.uint8)[0])
+    assert cast_partition("E4M3FN", resolve_policy("E4M3FN", "ml_dtypes")).lookup(x) == installed
 
 
 @pytest.mark.parametrize("fmt, dtype", [("E4M3FN", "float8_e4m3fn"), ("E5M2", "float8_e5m2")])

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from lowprec import formats as F
 from lowprec.gpu import crosscheck
 
 REPORTS = crosscheck.committed_reports()
@@ -55,7 +56,7 @@ def test_recorded_backend_output_agrees_with_current_model(path: Path) -> None:
 def test_replay_counts_equal_recorded_counts(path: Path) -> None:
     report = _load(path)
     for check in report["checks"]:
-        r = crosscheck.replay_check(check)
+        r = crosscheck.replay_check(check, crosscheck.library_version(report))
         assert r["inputs_match"], check["format"]
         assert r["mismatches"] == check["mismatches"], (check["kind"], check["format"])
 
@@ -86,14 +87,41 @@ def test_a_model_change_that_contradicts_the_evidence_is_caught(
     check = _first_encode(report)
     real_policy_for = crosscheck.policy_for
 
-    def altered(convention: str, fmt: Any) -> Any:
-        policy = real_policy_for(convention, fmt)
+    def altered(convention: str, fmt: Any, version: str | None = None) -> Any:
+        policy = real_policy_for(convention, fmt, version=version)
         return policy.with_(**change) if str(fmt).upper() == "E4M3FN" else policy
 
     monkeypatch.setattr(crosscheck, "policy_for", altered)
     assert crosscheck.replay_check(check)["mismatches"] > 0
     problems = crosscheck.replay_problems(report)
     assert problems and all("encode E4M3FN" in p for p in problems)
+
+
+def test_each_ml_dtypes_release_replays_under_its_own_rules() -> None:
+    # ml_dtypes 0.7 changed how E8M0 reads a float32 subnormal (by value, not by its exponent field):
+    # the recorded 0.6.0 and 0.7.0 outputs differ there, and each agrees with the model only under
+    # the rules of the release that produced it
+    old = _load(crosscheck.REPORT_DIR / "ml_dtypes-0.6.0.json")
+    new = _load(crosscheck.REPORT_DIR / "ml_dtypes.json")
+    assert crosscheck.library_version(old) == "0.6.0"
+    assert crosscheck.library_version(new) == "0.7.0"
+    assert crosscheck.replay_problems(old) == [] and crosscheck.replay_problems(new) == []
+    for report, other in ((old, "0.7.0"), (new, "0.6.0")):
+        e8m0 = next(c for c in report["checks"] if c["kind"] == "encode" and c["format"] == "E8M0")
+        assert crosscheck.replay_check(e8m0, other)["mismatches"] > 0
+        for check in report["checks"]:
+            if check["kind"] == "encode" and check["format"] != "E8M0":  # float32 input: the same
+                assert crosscheck.replay_check(check, other)["mismatches"] == 0, check["format"]
+
+
+def test_ml_dtypes_versions_are_checked() -> None:
+    for bad in ("0.4.1", "banana"):
+        with pytest.raises(ValueError, match="ml_dtypes|release"):
+            F.policy_for("ml_dtypes", "E8M0", version=bad)
+    with pytest.raises(ValueError, match="only the ml_dtypes convention"):
+        F.policy_for("torch", "E4M3FN", version="2.13.0")
+    newest = F.policy_for("ml_dtypes", "E8M0", version="9.9.0")  # a later release: the newest rules
+    assert newest == F.policy_for("ml_dtypes", "E8M0", version="0.7.0")
 
 
 def test_contradicting_decode_evidence_is_caught() -> None:
