@@ -529,6 +529,47 @@ def test_grouping_other_studies() -> None:
     assert w._views["outlier"].visible and len(columns(w, "cells")["x"]) == 32 * 64
 
 
+def test_grouping_caption_describes_the_study_shown_with_its_numbers() -> None:
+    """The caption under the figures speaks of the study on screen: the heatmaps and outlined cell
+    for `outlier` only; the transpose errors it quotes are the ml_dtypes computation's (3 digits);
+    the Hadamard numbers are `hadamard_study`'s; the fixed-scale band it quotes is where the drawn
+    E4M3FN curve is under 10 %."""
+    w = ScaleGrouping()
+    assert "outlined cell is the outlier" in w._caption.object
+    x = np.random.default_rng(0).standard_t(3, size=(32, 64)).astype(np.float32).astype(np.float64)
+
+    def e4m3_blocks(z: np.ndarray, axis: int) -> np.ndarray:
+        zt = np.moveaxis(z, axis, -1)
+        g = zt.reshape(*zt.shape[:-1], -1, 32)
+        enc = np.asarray(E4M3_MAX / np.abs(g).max(axis=-1, keepdims=True), np.float32).astype(np.float64)
+        q = np.clip(g * enc, -E4M3_MAX, E4M3_MAX).astype(ml_dtypes.float8_e4m3fn).astype(np.float64) / enc
+        return np.moveaxis(q.reshape(zt.shape), -1, axis)
+
+    def rms(xh: np.ndarray) -> float:
+        return float(np.sqrt(np.sum((xh - x) ** 2) / np.sum(x * x)))
+
+    rows = e4m3_blocks(x, 1)
+    w.study = "transpose"
+    text = w._caption.object
+    assert "outlined cell" not in text and "rounds twice" in text
+    assert (f"{rms(rows):.3g} for the row view, {rms(e4m3_blocks(x, 0)):.3g} for the columns from the source, "
+            f"{rms(e4m3_blocks(rows, 0)):.3g} for the columns re-quantized") in text
+    w.study = "hadamard"
+    from lowprec.simulations.hadamard import hadamard_study
+
+    st = hadamard_study((32, 64), 100.0, 0)
+    text = w._caption.object
+    assert "Hadamard" in text and "outlined cell" not in text
+    assert (f"from {st.nvfp4_rms_rel_error_before:.3g} to {st.nvfp4_rms_rel_error_after:.3g} in NVFP4 and "
+            f"from {st.mxfp4_rms_rel_error_before:.3g} to {st.mxfp4_rms_rel_error_after:.3g} in MXFP4") in text
+    w.study = "scale_choice"
+    curves = columns(w, "curves")
+    sigma = np.array(curves["magnitude"])
+    ok = sigma[np.array(curves["E4M3FN_fixed"]) < 0.1]
+    assert 0 < ok.size < sigma.size  # a band, not everywhere
+    assert f"E4M3FN from σ = {ok.min():g} to {ok.max():g}" in w._caption.object
+
+
 def test_grouping_builds_a_studys_figures_when_it_is_first_shown_styled_as_its_page() -> None:
     """Only the shown study's figures exist (and reach the page); another study's are built when
     it is first shown, drawing its sources, and a widget placed on a page gets the page's styling

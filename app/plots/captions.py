@@ -70,6 +70,49 @@ def _recompute(result: Any) -> str:
 
 
 def _grouping(result: Any) -> str:
+    study = getattr(result, "study", None)
+    name = getattr(study, "study", None) or _get(result, "study", "outlier")
+    if name == "scale_choice":
+        text = ("**What to look at:** one line per format and scale as the tensor's magnitude σ sweeps many "
+                "decades. The amax scale follows the tensor, so its error stays flat; the fixed scale is "
+                "good only in a band: below it values flush to zero or land on the subnormals' coarse "
+                "grid, above it they saturate.")
+        if study is not None and hasattr(study, "usable_range"):
+            bands = []
+            for fmt in getattr(study, "formats", ()):
+                band = study.usable_range(fmt)
+                bands.append(f"{fmt} from σ = {band[0]:g} to {band[1]:g}" if band is not None
+                             else f"{fmt} nowhere")
+            if bands:
+                text += (" With the fixed scale the RMS relative error stays under 10 % for "
+                         + " and for ".join(bands) + ".")
+        return text
+    if name == "transpose":
+        text = ("**What to look at:** the backward pass needs the tensor blocked along columns. Made from "
+                "the source, the column view rounds each value once, like the row view; made by "
+                "re-quantizing the row-blocked data, already rounded, it rounds twice.")
+        row = getattr(study, "rms_rel_error_row", None)
+        src = getattr(study, "rms_rel_error_col_from_source", None)
+        rows = getattr(study, "rms_rel_error_col_from_rows", None)
+        differ = getattr(study, "codes_differ_fraction", None)
+        if None not in (row, src, rows, differ):
+            text += (f" RMS relative error here: {row:.3g} for the row view, {src:.3g} for the columns from "
+                     f"the source, {rows:.3g} for the columns re-quantized; {differ:.1%} of the column "
+                     "codes differ between the two routes.")
+        return text
+    if name == "hadamard":
+        text = ("**What to look at:** the error of the ordinary elements in NVFP4 and MXFP4, without and "
+                "with the random Hadamard transform. One outlier sizes its block's scale and crushes its "
+                "neighbours; the transform spreads it over the block, so the block's amax comes closer to "
+                "its typical value.")
+        fields = ("block_crest_before", "block_crest_after", "nvfp4_rms_rel_error_before",
+                  "nvfp4_rms_rel_error_after", "mxfp4_rms_rel_error_before", "mxfp4_rms_rel_error_after")
+        v = [getattr(study, f, None) for f in fields]
+        if None not in v:
+            text += (f" Here the outliers' blocks' amax / RMS goes from {v[0]:.3g} to {v[1]:.3g}, and the "
+                     f"RMS relative error from {v[2]:.3g} to {v[3]:.3g} in NVFP4 and from {v[4]:.3g} to "
+                     f"{v[5]:.3g} in MXFP4.")
+        return text
     return ("**What to look at:** the left map shows the scale each element shares, the right map its "
             "relative error after the cast; the outlined cell is the outlier. Its group's scale is sized "
             "for it, so its neighbours land on a coarse grid or flush to zero — compare the granularities "
