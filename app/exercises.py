@@ -307,6 +307,10 @@ class LockRegion(pn.Column):
         super().__init__(marker, self.alert, self.content, sizing_mode="stretch_width", margin=0)
 
 
+#: how every explanation begins (content/README.md "What every lesson has"; tests/test_course.py)
+EXPLAIN_LEAD = "What you saw and why"
+
+
 def _markdown(text: str) -> pn.pane.Markdown:
     return pn.pane.Markdown(text, sizing_mode="stretch_width", margin=(0, 0))
 
@@ -325,7 +329,11 @@ def block_view(block: Block, lesson_slug: str) -> pn.viewable.Viewable:
         return ExerciseView(exercise_spec(block, lesson_slug), prompt=_markdown(block.prompt),
                             hints=[_markdown(h) for h in block.hints], solution=_markdown(block.solution))
     if isinstance(block, ExplanationBlock):
-        return LockRegion(_markdown(block.text), block_key(lesson_slug, block.id), label="What you saw and why",
-                          explains=True)
+        # the lesson's own lead ("What you saw and why: …", required by the course rules) is the
+        # explanation's one heading, set in bold; the lock adds no second one
+        text = block.text
+        if text.startswith(EXPLAIN_LEAD + ":"):
+            text = f"**{EXPLAIN_LEAD}:**" + text[len(EXPLAIN_LEAD) + 1:]
+        return LockRegion(_markdown(text), block_key(lesson_slug, block.id), explains=True)
     raise TypeError(f"block_view takes a PredictionBlock, ExplanationBlock or ExerciseBlock; "
                     f"got {type(block).__name__}")

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from lowprec.app.exercises import EXPLAIN_LEAD
 from lowprec.app.lessons import (
     ExerciseBlock,
     ExplanationBlock,
@@ -92,7 +93,7 @@ def test_predictions_come_before_a_widget_and_are_explained(lesson: Lesson) -> N
         between = blocks[start + 1:explain]
         assert any(isinstance(b, WidgetDirective) for b in between), (lesson.slug, p.id)
         assert not any(isinstance(b, (PredictionBlock, ExerciseBlock)) for b in between), (lesson.slug, p.id)
-        assert blocks[explain].text.startswith("What you saw and why"), (lesson.slug, p.id)
+        assert blocks[explain].text.startswith(EXPLAIN_LEAD + ":"), (lesson.slug, p.id)
 
 
 @pytest.mark.parametrize("lesson", LESSONS, ids=IDS)

@@ -134,13 +134,14 @@ def test_block_views_and_their_children() -> None:
     ex = exercises.block_view(_exercise(_answer("number", 1.0)), "spike")
     assert isinstance(ex, exercises.ExerciseView)
     assert [h.object for h in ex.hints] == ["hint one", "hint two"] and ex.solution.object == "solution"
-    expl = exercises.block_view(ExplanationBlock("clip", "Because."), "spike")
+    expl = exercises.block_view(ExplanationBlock("clip", "What you saw and why: because."), "spike")
     assert isinstance(expl, exercises.LockRegion) and expl.lock == "spike/clip"
-    assert expl.view.object == "Because." and expl.content.visible is False
+    # the lesson's lead is the one heading (bold), not repeated by a label over it
+    assert expl.view.object == "**What you saw and why:** because." and expl.content.visible is False
     marker = expl.objects[0]
     assert isinstance(marker, exercises.LockMarker)
-    assert marker.data == {"role": "lock", "lock": "spike/clip", "note": "", "label": "What you saw and why",
-                           "explains": True}
+    assert marker.data == {"role": "lock", "lock": "spike/clip", "note": "", "label": "", "explains": True}
+    assert exercises.block_view(ExplanationBlock("clip", "Because."), "spike").view.object == "Because."
     with pytest.raises(TypeError, match="got str"):
         exercises.block_view("text", "spike")  # type: ignore[arg-type]
 
