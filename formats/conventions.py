@@ -64,26 +64,33 @@ def ml_dtypes_version() -> str:
         return ".".join(map(str, ML_DTYPES_RULES[-1][0])) + ".0"
 
 
+@lru_cache(maxsize=64)
 def ml_dtypes_rules(version: str | None = None) -> tuple[bool, str]:
     """(float64 via float32, E8M0 float32-subnormal reading) of ml_dtypes `version` (None: installed).
 
     Raises ValueError for a release older than the oldest measured one (0.5)."""
-    rel = _release(ml_dtypes_version() if version is None else version)
+    text = ml_dtypes_version() if version is None else version
+    rel = _release(text)
     if rel < _ML_DTYPES_OLDEST:
-        raise ValueError(f"ml_dtypes {version} is older than the releases measured "
+        raise ValueError(f"ml_dtypes {text} is older than the releases measured "
                          f"(0.5.4, 0.6.0, 0.7.0); lowprec models ml_dtypes ≥ 0.5")
     rules = [r for r in ML_DTYPES_RULES if r[0] <= rel][-1]
     return rules[1], rules[2]
 
 
-def _ml_dtypes_release() -> str:
-    return ".".join(map(str, _release(ml_dtypes_version())))
+def _ml_dtypes_description() -> str:
+    """The ml_dtypes convention's one-line description, naming the installed release's rules."""
+    try:
+        release = ".".join(map(str, _release(ml_dtypes_version())))
+        float64 = "via float32 (double rounding)" if ml_dtypes_rules()[0] else "rounded once"
+    except ValueError as e:  # an install older than pyproject allows: say so here, raise on use
+        return f"ml_dtypes astype: unavailable ({e})"
+    return (f"ml_dtypes {release} astype (numpy for FP16): overflow to Inf/NaN, E8M0 ties up, "
+            f"zero → NaN, float64 {float64}")
 
 
 CONVENTIONS: dict[str, str] = {
-    "ml_dtypes": (f"ml_dtypes {_ml_dtypes_release()} astype (numpy for FP16): overflow to Inf/NaN, "
-                  "E8M0 ties up, zero → NaN, float64 "
-                  + ("via float32 (double rounding)" if ml_dtypes_rules()[0] else "rounded once")),
+    "ml_dtypes": _ml_dtypes_description(),
     "torch": "torch 2.13 CPU eager .to(dtype): E4M3FN saturates, E8M0 drops the sign, zero → 2^-127",
     "triton_nvidia": "Triton on NVIDIA, compiled cvt.rn.satfinite: nearest-even, saturating (E5M2 too)",
     "ocp": "OCP OFP8 / MX v1.0 reading: nearest-even, saturating conversion for the MX element types",

@@ -124,6 +124,20 @@ def test_ml_dtypes_versions_are_checked() -> None:
     assert newest == F.policy_for("ml_dtypes", "E8M0", version="0.7.0")
 
 
+def test_an_ml_dtypes_older_than_modelled_is_named_not_a_crash(monkeypatch: pytest.MonkeyPatch) -> None:
+    from lowprec.formats import conventions
+
+    monkeypatch.setattr(conventions, "ml_dtypes_version", lambda: "0.4.1")
+    conventions.ml_dtypes_rules.cache_clear()
+    try:
+        assert "unavailable" in conventions._ml_dtypes_description()  # import-time text: no exception
+        with pytest.raises(ValueError, match="ml_dtypes 0.4.1 is older"):
+            F.policy_for("ml_dtypes", "E4M3FN")
+        assert F.policy_for("ml_dtypes", "E4M3FN", version="0.7.0").float64_via_float32 is False
+    finally:
+        conventions.ml_dtypes_rules.cache_clear()
+
+
 def test_contradicting_decode_evidence_is_caught() -> None:
     bad = copy.deepcopy(_load(crosscheck.REPORT_DIR / "ml_dtypes.json"))
     check = next(c for c in bad["checks"] if c["kind"] == "decode" and c["format"] == "E5M2")
