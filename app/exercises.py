@@ -187,9 +187,9 @@ def prediction_spec(block: PredictionBlock, lesson_slug: str) -> dict[str, Any]:
             "after": "The widget below is unlocked: try it, then read why."}
 
 
-def lock_spec(key: str, *, note: str = "", label: str = "", explains: bool = False) -> dict[str, Any]:
+def lock_spec(key: str, *, note: str = "", explains: bool = False) -> dict[str, Any]:
     """The data of a locked element: opens when progress has `key` (a prediction is answered)."""
-    return {"role": "lock", "lock": key, "note": note, "label": label, "explains": explains}
+    return {"role": "lock", "lock": key, "note": note, "explains": explains}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -295,7 +295,7 @@ class LockRegion(pn.Column):
     explanation). The region's element carries `data-locked-by`; `view` is built either way.
     An exporter that swaps a widget for its own view of it replaces `region.content.objects`."""
 
-    def __init__(self, view: Any, lock: str, *, note: str = "", label: str = "", explains: bool = False) -> None:
+    def __init__(self, view: Any, lock: str, *, note: str = "", explains: bool = False) -> None:
         self.view = view
         self.lock = lock
         # a widget as its view that remembers the widget (the export finds a locked widget by it)
@@ -303,7 +303,7 @@ class LockRegion(pn.Column):
         # outside the hidden part: a refused URL value for the locked widget shows here at once
         self.alert = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width",
                                    css_classes=["lp-unlocked"])
-        marker = LockMarker(lock_spec(lock, note=note, label=label, explains=explains))
+        marker = LockMarker(lock_spec(lock, note=note, explains=explains))
         super().__init__(marker, self.alert, self.content, sizing_mode="stretch_width", margin=0)
 
 

@@ -492,14 +492,10 @@ def test_grouping_window_of_a_large_tensor() -> None:
     assert "window around the outlier" in w.summary
 
 
-def test_grouping_other_studies() -> None:
-    """Each study shows its own figure; the numbers are the study's (the transpose errors against
-    an ml_dtypes computation of the same data)."""
-    w = ScaleGrouping()
-    assert w._views["outlier"].visible and "transpose" not in w._views  # built when first shown
-    w.study = "transpose"
-    assert w.error == "" and w._views["transpose"].visible and not w._views["outlier"].visible
-    assert columns(w, "cells")["x"] == [] and columns(w, "granularities")["granularity"] == []
+def _transpose_errors_by_ml_dtypes() -> list[float]:
+    """The transpose study's three RMS relative errors at its defaults (Student-t, 32 × 64, seed 0),
+    computed with ml_dtypes' E4M3FN cast: row blocks of 32, column blocks from the source, column
+    blocks re-quantized from the rounded row-blocked data."""
     x = np.random.default_rng(0).standard_t(3, size=(32, 64)).astype(np.float32).astype(np.float64)
 
     def e4m3_blocks(z: np.ndarray, axis: int) -> np.ndarray:
@@ -509,11 +505,19 @@ def test_grouping_other_studies() -> None:
         q = np.clip(g * enc, -E4M3_MAX, E4M3_MAX).astype(ml_dtypes.float8_e4m3fn).astype(np.float64) / enc
         return np.moveaxis(q.reshape(zt.shape), -1, axis)
 
-    def rms(xh: np.ndarray) -> float:
-        return float(np.sqrt(np.sum((xh - x) ** 2) / np.sum(x * x)))
-
     rows = e4m3_blocks(x, 1)
-    expected = [rms(rows), rms(e4m3_blocks(x, 0)), rms(e4m3_blocks(rows, 0))]
+    return [rms_rel(x, rows), rms_rel(x, e4m3_blocks(x, 0)), rms_rel(x, e4m3_blocks(rows, 0))]
+
+
+def test_grouping_other_studies() -> None:
+    """Each study shows its own figure; the numbers are the study's (the transpose errors against
+    an ml_dtypes computation of the same data)."""
+    w = ScaleGrouping()
+    assert w._views["outlier"].visible and "transpose" not in w._views  # built when first shown
+    w.study = "transpose"
+    assert w.error == "" and w._views["transpose"].visible and not w._views["outlier"].visible
+    assert columns(w, "cells")["x"] == [] and columns(w, "granularities")["granularity"] == []
+    expected = _transpose_errors_by_ml_dtypes()
     assert np.allclose(columns(w, "transpose")["error"], expected, rtol=1e-12, atol=0)
     w.study = "scale_choice"
     assert w._views["scale_choice"].visible and len(columns(w, "curves")["magnitude"]) == 41
@@ -536,24 +540,12 @@ def test_grouping_caption_describes_the_study_shown_with_its_numbers() -> None:
     E4M3FN curve is under 10 %."""
     w = ScaleGrouping()
     assert "outlined cell is the outlier" in w._caption.object
-    x = np.random.default_rng(0).standard_t(3, size=(32, 64)).astype(np.float32).astype(np.float64)
-
-    def e4m3_blocks(z: np.ndarray, axis: int) -> np.ndarray:
-        zt = np.moveaxis(z, axis, -1)
-        g = zt.reshape(*zt.shape[:-1], -1, 32)
-        enc = np.asarray(E4M3_MAX / np.abs(g).max(axis=-1, keepdims=True), np.float32).astype(np.float64)
-        q = np.clip(g * enc, -E4M3_MAX, E4M3_MAX).astype(ml_dtypes.float8_e4m3fn).astype(np.float64) / enc
-        return np.moveaxis(q.reshape(zt.shape), -1, axis)
-
-    def rms(xh: np.ndarray) -> float:
-        return float(np.sqrt(np.sum((xh - x) ** 2) / np.sum(x * x)))
-
-    rows = e4m3_blocks(x, 1)
+    expected = _transpose_errors_by_ml_dtypes()
     w.study = "transpose"
     text = w._caption.object
     assert "outlined cell" not in text and "rounds twice" in text
-    assert (f"{rms(rows):.3g} for the row view, {rms(e4m3_blocks(x, 0)):.3g} for the columns from the source, "
-            f"{rms(e4m3_blocks(rows, 0)):.3g} for the columns re-quantized") in text
+    assert (f"{expected[0]:.3g} for the row view, {expected[1]:.3g} for the columns from the source, "
+            f"{expected[2]:.3g} for the columns re-quantized") in text
     w.study = "hadamard"
     from lowprec.simulations.hadamard import hadamard_study
 

@@ -140,7 +140,7 @@ def test_block_views_and_their_children() -> None:
     assert expl.view.object == "**What you saw and why:** because." and expl.content.visible is False
     marker = expl.objects[0]
     assert isinstance(marker, exercises.LockMarker)
-    assert marker.data == {"role": "lock", "lock": "spike/clip", "note": "", "label": "", "explains": True}
+    assert marker.data == {"role": "lock", "lock": "spike/clip", "note": "", "explains": True}
     assert exercises.block_view(ExplanationBlock("clip", "Because."), "spike").view.object == "Because."
     with pytest.raises(TypeError, match="got str"):
         exercises.block_view("text", "spike")  # type: ignore[arg-type]

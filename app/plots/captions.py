@@ -78,13 +78,13 @@ def _grouping(result: Any) -> str:
                 "good only in a band: below it values flush to zero or land on the subnormals' coarse "
                 "grid, above it they saturate.")
         if study is not None and hasattr(study, "usable_range"):
-            bands = []
+            tolerance, bands = 0.1, []
             for fmt in getattr(study, "formats", ()):
-                band = study.usable_range(fmt)
+                band = study.usable_range(fmt, tolerance)
                 bands.append(f"{fmt} from σ = {band[0]:g} to {band[1]:g}" if band is not None
                              else f"{fmt} nowhere")
             if bands:
-                text += (" With the fixed scale the RMS relative error stays under 10 % for "
+                text += (f" With the fixed scale the RMS relative error stays under {tolerance:.0%} for "
                          + " and for ".join(bands) + ".")
         return text
     if name == "transpose":

@@ -423,7 +423,6 @@ function renderPrediction(model, spec) {
 function renderLock(model, spec, view) {
   const root = el("div", {class: "lp-lock", "data-lock": spec.lock})
   const note = spec.note ? el("p", {class: "lp-lock-note", text: spec.note}) : null
-  const label = spec.label ? el("p", {class: "lp-kicker", text: spec.label}) : null
   const update = (progress) => {
     const open = progress[spec.lock] !== undefined
     const region = view.parent
@@ -438,9 +437,8 @@ function renderLock(model, spec, view) {
     }
     root.setAttribute("data-state", open ? "open" : "locked")
     if (note) note.hidden = open
-    if (label) label.hidden = !open
   }
-  root.append(...[note, label].filter(Boolean))
+  if (note) root.append(note)
   update(readProgress())
   onProgress(model, update)
   return root
