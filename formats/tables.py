@@ -71,7 +71,7 @@ def code_table(fmt: str | Format) -> CodeTable:
 def _sorted_values(f: Format) -> np.ndarray:
     """Distinct finite values of a format, ascending (±0 merged), float64, read-only."""
     t = _code_table(f)
-    vals = np.unique(t.value[np.isfinite(t.value)])
+    vals = np.unique(t.value[np.isfinite(t.value)]) + 0.0  # the zero kept is +0 on every CPU
     vals.setflags(write=False)
     return vals
 
@@ -93,7 +93,7 @@ def _code_table(f: Format) -> CodeTable:
         exponent = np.zeros_like(codes)
         mantissa = codes & ((1 << (f.bits - 1)) - 1)
     finite = np.isfinite(value)
-    uniq = np.unique(value[finite])  # sorted distinct finite values (-0 and +0 merge)
+    uniq = np.unique(value[finite]) + 0.0  # sorted distinct finite values (-0 and +0 merge into +0)
     gap = np.full(codes.shape, np.nan)
     pos = np.searchsorted(uniq, value[finite])
     nxt = np.where(pos + 1 < uniq.size, uniq[np.minimum(pos + 1, uniq.size - 1)], np.nan)

@@ -46,7 +46,10 @@ def structured_inputs(fmt: str | Format) -> np.ndarray:
     if f.bits > 16:
         raise ValueError(f"vectors enumerate formats up to 16 bits; {f.name} has {f.bits}")
     t = code_table(f)
-    vals = np.unique(t.value[np.isfinite(t.value)])  # sorted, -0 merged with +0
+    # sorted, -0 merged with +0; which zero np.unique keeps depends on the sort the CPU runs
+    # (x86-simd-sort on AVX-512 keeps -0 for some sizes), so the zero is made +0 (adding +0.0
+    # changes no other value): the vectors, and the sha256 the reports record, are the same everywhere
+    vals = np.unique(t.value[np.isfinite(t.value)]) + 0.0
     mids = (vals[:-1] + vals[1:]) / 2  # exact in float64; float32 holds them for ≤ 16-bit formats
     parts = [_neighbours32(vals), _neighbours32(mids)]
     mx = f.max

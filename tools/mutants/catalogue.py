@@ -287,6 +287,11 @@ _CATALOGUE: tuple[Mutant, ...] = (
            "np.nextafter(v, np.float32(-np.inf))])",
            "cross-check vectors bracket each value and midpoint from below only (copy-paste of the "
            "nextafter direction)", CROSSCHECK, "structured_vectors or random_vectors"),
+    Mutant("gpu-vectors-zero-from-sort", "gpu/vectors.py",
+           "vals = np.unique(t.value[np.isfinite(t.value)]) + 0.0",
+           "vals = np.unique(t.value[np.isfinite(t.value)])",
+           "the structured vectors keep whichever zero np.unique's sort puts first (CPU-dependent: "
+           "the committed reports' sha256 then differs on another machine)", CROSSCHECK, "zero_the_sort"),
     Mutant("gpu-bf16-step", "gpu/vectors.py",
            "bf16_step = np.uint32(1 << 16)",
            "bf16_step = np.uint32(1 << 15)",
