@@ -113,7 +113,7 @@ def test_served_runs_stay_in_the_server_and_a_superseded_run_stops() -> None:
     w = RecomputeDivergence(**SMALL)
     config = w.config()
     w._generation += 1  # a newer request exists
-    with pytest.raises(work.Superseded):
+    with pytest.raises(work.Superseded, match="superseded by a newer request"):
         w._run(w._generation - 1, config)
     r = w._run(w._generation, config)  # the newest request runs to the end
     assert r.parameters["layers"] == SMALL["layers"] and r.bitwise_equal.all()
