@@ -2,7 +2,7 @@
 
 `RecomputeConfig` is the one source of the run's knobs: `lowprec simulate recompute` and
 `python -m lowprec.simulations.recompute` generate their options from it through the simulation's
-`Simulation` declaration (`recompute_cli.SIMULATION`), the RecomputeDivergence widget its controls
+`Simulation` declaration (`recompute.SIMULATION`), the RecomputeDivergence widget its controls
 and URL state (`lowprec.app.widgets._sim_base.simulation_widget`) and the lesson directive its
 parameters (`lowprec.app.lessons.WIDGET_PARAMS`), all with these names. The knobs it shares with
 other simulations (seed, format, and the delayed scaler's history, algo and margin) are the shared

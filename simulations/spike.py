@@ -11,6 +11,9 @@ array per block (identical to stepping `quantize` one tensor at a time).
 
 `SpikeConfig` declares every parameter once; `lowprec simulate spike`, `python -m
 lowprec.simulations.spike`, the DelayedSpike widget and its lesson directive are generated from it.
+Its delayed-scaling knobs (history, algo, margin), seed and format are the shared declarations of
+`simulations.knobs` (the same as the recompute simulation's). Summaries give shares as percentages
+(`percent`), as the widget and the lessons do.
 """
 
 from __future__ import annotations
