@@ -42,18 +42,13 @@ from typing import Any
 
 import numpy as np
 
-from lowprec.app import layout, pages
+from lowprec.app import layout, pages, sim_faces
 from lowprec.app.exercises import LockRegion
 
-#: per widget class: the control kept live offline (BinExplorer has its own offline engine)
-EXPORT_CONTROLS: dict[str, str] = {
-    "Conventions": "format",
-    "DelayedSpike": "algo",
-    "AttentionRounding": "rounding",
-    "RecomputeDivergence": "variant",
-    "ScaleGrouping": "format",
-    "BlockFormats": "recipe",
-}
+#: per widget class: the control kept live offline (BinExplorer has its own offline engine): each
+#: simulation's widget as its entry in the registry of simulations says (`app.sim_faces`), and the
+#: conventions table, which is no simulation's face
+EXPORT_CONTROLS: dict[str, str] = {"Conventions": "format", **sim_faces.export_controls()}
 PAGE_LIMIT = 3_000_000  # bytes: no page file larger
 SITE_LIMIT = 30_000_000  # bytes: the whole exported site
 STATE_BUDGET = 2_000_000  # bytes of compact states per page, all widgets together

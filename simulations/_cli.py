@@ -17,6 +17,12 @@ printed on stdout unless `--quiet` is given or the JSON goes to stdout. Bad valu
 `ConfigError` naming the option as typed (`--history: must be ≥ 1, got 0`); both faces report it as
 one line with exit status 2. A text option with choices matches them case-insensitively, and a
 format name may be given by any alias `formats.get_format` knows (`--format float8_e4m3fn`).
+
+An option renamed keeps its older spelling as an `OptionAlias` of the declaration (`--history-len`
+for `--history`; `--no-checkpoint` for `--no-checkpointing`), listed in the help as "the older
+spelling of …". `python_m_html=False` leaves `--html` off the `python -m` parser (the recompute
+simulation's entry point never had it; every other one takes it only to say that `lowprec simulate`
+draws).
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ from lowprec.config import (CLI_BUDGET, ConfigError, Knob, add_arguments, check_
 
 from ._io import STDOUT, ArgumentParser, check_output_path, error_exit, write_text
 
-__all__ = ["OUTPUT_OPTIONS", "ProgressFn", "Simulation", "config_or_knobs", "config_values", "run_module"]
+__all__ = ["OUTPUT_OPTIONS", "OptionAlias", "ProgressFn", "Simulation", "config_or_knobs", "config_values", "run_module"]
 
 ProgressFn = Callable[[int, int], None]
 
@@ -84,6 +90,16 @@ def _canonical(k: Knob, value: Any) -> Any:
 
 
 @dataclass(frozen=True)
+class OptionAlias:
+    """An older spelling of a knob's option, still accepted: `--history-len N` sets `history`; with
+    `value`, a flag that stores that value (`--no-checkpoint` stores False in `checkpointing`)."""
+
+    option: str  # "--history-len"
+    field: str  # the knob it sets
+    value: Any = None  # None: the option takes the knob's value; else a flag storing this value
+
+
+@dataclass(frozen=True)
 class Simulation(Generic[C, R]):
     """One simulation as the command lines see it (the widget sees `config` through the app)."""
 
@@ -95,22 +111,48 @@ class Simulation(Generic[C, R]):
     csv: Callable[[R], str] | None = None  # the result as CSV text, where it is a table
     #: what --html draws, in words (the plots live in `lowprec.app.plots`)
     html_help: str = "write standalone HTML plots (open offline)"
+    #: older option spellings still accepted (a renamed option keeps working)
+    aliases: tuple[OptionAlias, ...] = ()
+    #: whether `python -m` takes --html (only to point to `lowprec simulate`, which draws)
+    python_m_html: bool = True
+    #: the parsers' description (default: `help`)
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        names = {k.name for k in fields_of(self.config)}
+        for alias in self.aliases:
+            if alias.field not in names or not alias.option.startswith("--"):
+                raise ValueError(f"{self.name}: alias {alias.option} names no knob of {self.config.__name__}")
 
     @property
     def module(self) -> str:
         return f"lowprec.simulations.{self.name}"
 
     # -- options ----------------------------------------------------------------------------------
-    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        """One option per knob, then the output options."""
+    def add_arguments(self, parser: argparse.ArgumentParser, *, html: bool = True) -> None:
+        """One option per knob and per older spelling, then the output options (`html=False`: no --html)."""
         add_arguments(parser, self.config)
+        knobs = {k.name: k for k in fields_of(self.config)}
+        for alias in self.aliases:
+            k = knobs[alias.field]
+            if alias.value is None:
+                parser.add_argument(alias.option, dest=k.name, type=k.type, default=argparse.SUPPRESS,
+                                    metavar=k.name.upper(),
+                                    help=f"the older spelling of {k.option} (default: {k.default})")
+            else:
+                spelled = ((k.option if alias.value else "--no-" + k.option[2:]) if k.type is bool
+                           else f"{k.option} {alias.value}")
+                parser.add_argument(alias.option, dest=k.name, action="store_const", const=alias.value,
+                                    default=argparse.SUPPRESS,
+                                    help=f"the older spelling of {spelled} (default: {k.default})")
         parser.add_argument("--json", metavar="OUT", default=None,
                             help='write the result as strict JSON to OUT ("-": stdout) (default: not written)')
         if self.csv is not None:
             parser.add_argument("--csv", metavar="OUT", default=None,
                                 help='write the per-step table as CSV to OUT ("-": stdout) (default: not written)')
-        parser.add_argument("--html", metavar="OUT", default=None,
-                            help=f"{self.html_help}; only `lowprec simulate {self.name}` draws (default: not written)")
+        if html:
+            parser.add_argument("--html", metavar="OUT", default=None,
+                                help=f"{self.html_help}; only `lowprec simulate {self.name}` draws (default: not written)")
         parser.add_argument("--quiet", action="store_true", default=False,
                             help="print no summary and no progress bar (default: false)")
         if hasattr(self.config, "cost"):
@@ -123,6 +165,15 @@ class Simulation(Generic[C, R]):
         canon = {k.name: _canonical(k, getattr(args, k.name, k.default)) for k in fields_of(self.config)}
         return from_namespace(self.config, args, **canon)
 
+    def preflight(self, config: C, args: argparse.Namespace) -> None:
+        """The checks before any work: every output path can be written (a ValueError naming its
+        option) and, without --force, the record's estimated cost is within `CLI_BUDGET` (a
+        BudgetError naming the option that pushes it over)."""
+        for option in ("json", "csv", "html"):  # before any work: a bad path fails in no time
+            check_output_path(getattr(args, option, None), f"--{option}")
+        if not getattr(args, "force", False):
+            check_budget(config, CLI_BUDGET, label=option_name)
+
     # -- running ----------------------------------------------------------------------------------
     def execute(self, args: argparse.Namespace, *, progress: ProgressFn | None = None,
                 html: HtmlWriter | None = None) -> int:
@@ -133,10 +184,7 @@ class Simulation(Generic[C, R]):
             raise ConfigError("html", f"plots are drawn by the app: run `lowprec simulate {self.name} … --html "
                                       f"{args.html}` (this entry point writes data: --json"
                                       f"{', --csv' if self.csv is not None else ''})", label="--html")
-        for option in ("json", "csv", "html"):  # before any work: a bad path fails in no time
-            check_output_path(getattr(args, option, None), f"--{option}")
-        if not getattr(args, "force", False):
-            check_budget(config, CLI_BUDGET, label=option_name)
+        self.preflight(config, args)
         result = self.run(config, progress)
         if args.json:
             strictjson.write(result.to_dict(), args.json, indent=None)
@@ -151,8 +199,9 @@ class Simulation(Generic[C, R]):
 
     # -- python -m lowprec.simulations.NAME -------------------------------------------------------
     def parser(self) -> ArgumentParser:
-        p = ArgumentParser(prog=f"python -m {self.module}", description=f"{self.help} (writes JSON/CSV data)")
-        self.add_arguments(p)
+        p = ArgumentParser(prog=f"python -m {self.module}",
+                           description=f"{self.description or self.help} (writes JSON/CSV data)")
+        self.add_arguments(p, html=self.python_m_html)
         return p
 
     def main(self, argv: Sequence[str] | None = None) -> int:

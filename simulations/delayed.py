@@ -1,16 +1,31 @@
-"""Delayed scaling (an amax history) and current scaling: the two scalers and the metrics of one
-scaled cast.
+"""Delayed scaling (an amax history) and current scaling: the one model of Transformer Engine's
+delayed-scaling rule in lowprec, the two scalers built on it, and the metrics of one scaled cast.
 
-Semantics follow NVIDIA Transformer Engine's `DelayedScaling` recipe: the scaler holds an
-`encode_scale` (TE's `scale`, initially 1.0) and a history of the last `history_len` recorded amaxes.
-A step casts with the scale it holds, records the tensor's amax, then updates once: the amax it sizes
-the next scale from is the history's maximum (`algo="max"`) or the newest entry
-(`algo="most_recent"`), and `encode_scale = F / amax / 2^margin` (float32 arithmetic, as TE computes
-it; F the format's largest finite value). If that amax is zero or not finite the previous scale is
-kept; a quotient that overflows float32 is clamped to float32's max. So the scale used at step t
-comes only from amaxes recorded before t, and one spike keeps the scale reduced for exactly
-`history_len` steps under `max` and for one step under `most_recent`. `CurrentScaler` sizes each
-scale from the tensor it casts (same formula; the safe scale 1.0 for a zero or non-finite amax).
+`DelayedScaling` is the rule, used by the spike simulation (`DelayedScaler`, here; `simulations.spike`)
+and by the recompute simulation's quantizer state (`recompute_state.DelayedScaleState`, whose history
+entries also name the layer and step that recorded them). Semantics follow NVIDIA Transformer
+Engine's `DelayedScaling` recipe:
+
+- the state is an `encode_scale` (TE's `scale`, initially 1.0) and the last `history_len` recorded
+  amaxes; a step casts with the scale it holds, then records its tensor's amax and updates once;
+- the amax the next scale is sized from is the history's maximum (`algo="max"`) or its newest entry
+  (`algo="most_recent"`); the maximum propagates a NaN (TE's PyTorch reference reduces the history
+  with `torch.max`; its fused CUDA kernel uses `fmaxf`, which would skip it);
+- `encode_scale = float32(scaled_max / amax)` with `scaled_max = float32(F · 2^-margin)`, in float32
+  arithmetic as TE's `delayed_scaling.cu` computes it (F the format's largest finite value; the
+  amax is held as float32, as TE's history is);
+- an amax that is zero or not finite keeps the previous scale; a quotient beyond float32 (a tiny
+  amax, or a wide format such as BF16 with amax < 1) is clamped to float32's max, as TE does; a
+  quotient that rounds to 0 (a huge amax with a margin of tens of binades) also keeps the previous
+  scale — lowprec's rule, where TE would store 0 and an infinite decode scale;
+- `decode_scale = float32(1 / encode_scale)` (TE's `scale_inv`).
+
+So the scale used at step t comes only from amaxes recorded before t, and one spike keeps the scale
+reduced for exactly `history_len` steps under `max` and for one step under `most_recent`. The knobs
+have one set of bounds, here (`HISTORY_BOUNDS`, `MARGIN_BOUNDS`, `AMAX_ALGOS`), which the model checks
+and the config records declare through `simulations.knobs`. `CurrentScaler` sizes each scale from
+the tensor it casts (same formula; the safe scale 1.0 for a zero or non-finite amax).
+
 The cast is TE's: x · encode_scale rounded to float32, then a saturating round-to-nearest-even cast
 (`formats.encode`, policy `policy_for('ocp', fmt)` unless given). Per-step metrics (`METRICS`): the
 encode scale used, the amax it was sized for (F / encode_scale / 2^margin), clipped fraction
@@ -24,7 +39,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar, cast
 
 import numpy as np
 
@@ -32,14 +47,59 @@ from lowprec import formats
 from lowprec.formats import CastPolicy, Format
 
 from .metrics import clips
-from .streams import positive_int
 
-__all__ = ["ALGOS", "METRICS", "CastOutput", "CurrentScaler", "DelayedScaler", "block_metrics", "cast_metrics",
-           "scale_from_amax", "tensor_amax"]
+__all__ = ["ALGOS", "AMAX_ALGOS", "HISTORY_BOUNDS", "MARGIN_BOUNDS", "METRICS", "CastOutput", "CurrentScaler",
+           "DelayedScaler", "DelayedScaling", "block_metrics", "cast_metrics", "check_algo", "check_history_len",
+           "check_margin", "scale_from_amax", "tensor_amax"]
 
-ALGOS = ("max", "most_recent")
+#: how the history becomes the amax the next scale is sized for: its maximum, or its newest entry
+AMAX_ALGOS = ("max", "most_recent")
+ALGOS = AMAX_ALGOS  # the older name (simulations.spike, lessons)
+#: amax history length H, in steps (inclusive; TE's default is 1024)
+HISTORY_BOUNDS = (1, 1024)
+#: margin, in binades of headroom: the scale is divided by 2^margin (inclusive)
+MARGIN_BOUNDS = (0, 64)
 METRICS = ("encode_scale", "amax_used", "clipped_fraction", "flushed_fraction", "rms_rel_error")
 _F32_MAX = np.float32(np.finfo(np.float32).max)
+
+E = TypeVar("E")
+
+
+def _bounded_int(name: str, value: Any, bounds: tuple[int, int], unit: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an integer number of {unit}, got {value!r:.60}")
+    lo, hi = bounds
+    if not lo <= value <= hi:
+        raise ValueError(f"{name}={value} is outside the allowed {lo} … {hi} ({unit})")
+    return int(value)
+
+
+def check_history_len(history_len: Any, name: str = "history_len") -> int:
+    """`history_len` as an int within HISTORY_BOUNDS; TypeError / ValueError naming `name` otherwise."""
+    return _bounded_int(name, history_len, HISTORY_BOUNDS, "steps")
+
+
+def check_margin(margin: Any, name: str = "margin") -> int:
+    """`margin` as an int within MARGIN_BOUNDS; TypeError / ValueError naming `name` otherwise."""
+    return _bounded_int(name, margin, MARGIN_BOUNDS, "binades")
+
+
+def check_algo(algo: Any, name: str = "algo") -> str:
+    """`algo` if it is one of AMAX_ALGOS; ValueError naming `name` otherwise."""
+    if not isinstance(algo, str) or algo not in AMAX_ALGOS:
+        raise ValueError(f"{name}={algo!r} is not one of {', '.join(repr(a) for a in AMAX_ALGOS)}")
+    return algo
+
+
+def _check_initial_scale(scale: Any) -> float:
+    if isinstance(scale, bool) or not isinstance(scale, (int, float, np.number)) \
+            or isinstance(scale, (complex, np.complexfloating)):
+        raise TypeError(f"initial_encode_scale must be a real number, got {scale!r}")
+    scale32 = float(np.float32(scale)) if abs(float(scale)) < 2.0**128 else math.inf
+    if not (math.isfinite(scale32) and scale32 > 0):
+        raise ValueError(f"initial_encode_scale must be a positive number that float32 holds "
+                         f"(≈ 1.4e-45 … 3.4e38), got {scale!r}")
+    return scale32
 
 
 def _cast_policy(fmt: Format, policy: CastPolicy | None) -> CastPolicy:
@@ -64,16 +124,92 @@ def tensor_amax(x: np.ndarray) -> float:
     return max(hi, -lo)
 
 
-def scale_from_amax(amax: float, fmt_max: float, margin: int, previous: float) -> float:
-    """TE's rule: float32(F / amax) / 2^margin; the previous scale when amax is 0 or not finite."""
-    if not (math.isfinite(amax) and amax > 0):
-        return previous
+def _te_scale(amax: float, fmt_max: float, margin: int) -> float | None:
+    """TE's scale for `amax`, or None where the rule keeps the previous scale (module docstring)."""
     with np.errstate(over="ignore", divide="ignore"):
-        s = np.float32(fmt_max) / np.float32(amax)
-        s = np.float32(s / np.float32(2.0**margin))
-    if not np.isfinite(s):
+        a = np.float32(amax)  # the history holds float32 amaxes
+        if not (np.isfinite(a) and a > 0):
+            return None
+        scaled_max = np.float32(fmt_max) * np.float32(2.0 ** -margin)  # exact: a power of two
+        s = np.float32(scaled_max / a)
+    if np.isinf(s):  # the amax is so small that F / amax is beyond float32
         s = _F32_MAX
+    if s == 0:  # rounds to 0: a zero scale would decode every code to Inf or NaN
+        return None
     return float(s)
+
+
+def scale_from_amax(amax: float, fmt_max: float, margin: int, previous: float) -> float:
+    """TE's rule: float32(float32(F · 2^-margin) / amax), clamped to float32's max; `previous`
+    when amax is 0 or not finite (or the quotient rounds to 0). `margin` is checked (MARGIN_BOUNDS)."""
+    s = _te_scale(amax, fmt_max, check_margin(margin))
+    return previous if s is None else s
+
+
+class DelayedScaling(Generic[E]):
+    """Transformer Engine's delayed-scaling state and update rule (the module docstring), over a
+    history of entries of type E: floats here, or records that carry an amax (`_amax_of` reads it).
+
+    `record(entry)` appends one entry and advances the scale once; `next_scale()` is what the
+    history says now, without moving; `source` is the entry whose amax set the held scale (None:
+    the initial scale). Bad parameters raise TypeError/ValueError naming them and their bounds."""
+
+    def __init__(self, fmt_max: float, history_len: int = 16, algo: str = "max", margin: int = 0,
+                 initial_encode_scale: float = 1.0) -> None:
+        if isinstance(fmt_max, bool) or not isinstance(fmt_max, (int, float, np.integer, np.floating)) \
+                or not (math.isfinite(float(fmt_max)) and fmt_max > 0):
+            raise ValueError(f"fmt_max must be a format's largest finite value (a positive number), got {fmt_max!r:.60}")
+        self.fmt_max = float(fmt_max)
+        self.history_len = check_history_len(history_len)
+        self.algo = check_algo(algo)
+        self.margin = check_margin(margin)
+        self.encode_scale = _check_initial_scale(initial_encode_scale)
+        self.history: deque[E] = deque(maxlen=self.history_len)
+        self.source: E | None = None
+        self.updates = 0
+
+    def _amax_of(self, entry: E) -> float:
+        """The amax an entry records (subclasses with record entries override)."""
+        return float(cast(float, entry))
+
+    def chosen(self) -> tuple[float, E | None]:
+        """(amax, entry): what the next scale is sized from — the newest entry, or the first
+        maximal one; (0.0, None) before any record, (NaN, None) under `max` with a NaN in the window."""
+        if not self.history:
+            return 0.0, None
+        if self.algo == "most_recent":
+            newest = self.history[-1]
+            return self._amax_of(newest), newest
+        vals = np.fromiter((self._amax_of(e) for e in self.history), np.float64, len(self.history))
+        if np.isnan(vals).any():
+            return float("nan"), None  # torch.max propagates NaN
+        i = int(np.argmax(vals))  # the first maximal entry
+        return float(vals[i]), self.history[i]
+
+    def amax_from_history(self) -> float:
+        """The amax the next scale is sized from (0.0 before any record)."""
+        return self.chosen()[0]
+
+    def next_scale(self) -> tuple[float, E | None]:
+        """(encode scale, the entry whose amax sets it) as the history says now; the held scale and
+        its source where the rule keeps it (a zero or non-finite amax, a quotient rounding to 0)."""
+        amax, entry = self.chosen()
+        scale = _te_scale(amax, self.fmt_max, self.margin)
+        if scale is None:
+            return self.encode_scale, self.source
+        return scale, entry
+
+    def record(self, entry: E) -> float:
+        """Append one entry to the history and advance the scale once; returns the new encode scale."""
+        self.history.append(entry)
+        self.encode_scale, self.source = self.next_scale()
+        self.updates += 1
+        return self.encode_scale
+
+    @property
+    def decode_scale(self) -> float:
+        """float32(1 / encode_scale): what a consumer multiplies the decoded codes by (TE's scale_inv)."""
+        return float(np.float32(1.0 / self.encode_scale))
 
 
 @dataclass
@@ -91,11 +227,7 @@ class _Scaler:
         if not self.fmt.signed:
             raise ValueError(f"format {self.fmt.name} is unsigned and cannot hold signed tensors; "
                              "use a signed format such as E4M3FN, E5M2, E2M1, INT8")
-        if isinstance(margin, bool) or not isinstance(margin, (int, np.integer)):
-            raise TypeError(f"margin must be an integer number of binades, got {margin!r}")
-        if margin < 0:
-            raise ValueError(f"margin={margin} is negative; allowed: 0, 1, 2, …")
-        self.margin = int(margin)
+        self.margin = check_margin(margin)
         self.policy = _cast_policy(self.fmt, policy)
         self._buf: np.ndarray | None = None
 
@@ -112,45 +244,21 @@ class _Scaler:
         return self.fmt.max / encode_scale / 2.0**self.margin
 
 
-class DelayedScaler(_Scaler):
-    """Amax-history scaler with Transformer Engine semantics (see the module docstring)."""
+class DelayedScaler(_Scaler, DelayedScaling[float]):
+    """Amax-history scaler with Transformer Engine semantics (`DelayedScaling` over float amaxes)
+    that also casts: `quantize(x)` casts with the held scale, then records x's amax."""
 
     def __init__(self, fmt: str | Format, history_len: int = 16, algo: str = "max", margin: int = 0,
                  policy: CastPolicy | None = None, initial_encode_scale: float = 1.0) -> None:
-        super().__init__(fmt, margin, policy)
-        self.history_len = positive_int("history_len", history_len)
-        if algo not in ALGOS:
-            raise ValueError(f"algo={algo!r} is not one of {', '.join(repr(a) for a in ALGOS)}")
-        self.algo = algo
-        if isinstance(initial_encode_scale, bool) or not isinstance(initial_encode_scale, (int, float, np.number)) \
-                or isinstance(initial_encode_scale, (complex, np.complexfloating)):
-            raise TypeError(f"initial_encode_scale must be a real number, got {initial_encode_scale!r}")
-        scale32 = float(np.float32(initial_encode_scale)) if abs(float(initial_encode_scale)) < 2.0**128 else math.inf
-        if not (math.isfinite(scale32) and scale32 > 0):
-            raise ValueError(f"initial_encode_scale must be a positive number that float32 holds "
-                             f"(≈ 1.4e-45 … 3.4e38), got {initial_encode_scale!r}")
-        self.encode_scale = scale32
-        self.history: deque[float] = deque(maxlen=self.history_len)
-        self.updates = 0
-
-    def amax_from_history(self) -> float:
-        """The amax the next scale is sized from (0.0 before any record)."""
-        if not self.history:
-            return 0.0
-        if self.algo == "most_recent":
-            return self.history[-1]
-        vals = np.fromiter(self.history, np.float64, len(self.history))
-        return float("nan") if np.isnan(vals).any() else float(vals.max())
+        _Scaler.__init__(self, fmt, margin, policy)
+        DelayedScaling.__init__(self, self.fmt.max, history_len, algo, margin, initial_encode_scale)
 
     def update(self, amax: float) -> float:
         """Record one amax and advance once; returns the new encode scale."""
         a = float(amax)
         if a < 0:
             raise ValueError(f"amax={amax!r} is negative; an amax is a maximum magnitude")
-        self.history.append(a)
-        self.encode_scale = scale_from_amax(self.amax_from_history(), self.fmt.max, self.margin, self.encode_scale)
-        self.updates += 1
-        return self.encode_scale
+        return self.record(a)
 
     def quantize(self, x: Any) -> CastOutput:
         """Cast with the held scale, then record x's amax and update (one step)."""

@@ -189,6 +189,7 @@ SIMULATION: Simulation[HadamardConfig, HadamardStudy] = Simulation(
     config=HadamardConfig,
     run=lambda cfg, progress: simulate_hadamard(cfg, progress=progress),
     summary=summary_lines,
+    html_help="write a standalone HTML page of the FP4 errors without and with the transform (open offline)",
 )
 
 main = SIMULATION.main

@@ -1,10 +1,13 @@
 """The recompute simulation's parameters, declared once (`lowprec.config`), with their cost.
 
 `RecomputeConfig` is the one source of the run's knobs: `lowprec simulate recompute` and
-`python -m lowprec.simulations.recompute` generate their options from it (`recompute_cli`), the
-RecomputeDivergence widget its controls (`lowprec.app.params.config_widget`) and the lesson
-directive its parameters (`lowprec.app.lessons.WIDGET_PARAMS`), all with these names. Torch-free,
-so building a parser or a lesson table does not import torch.
+`python -m lowprec.simulations.recompute` generate their options from it through the simulation's
+`Simulation` declaration (`recompute.SIMULATION`), the RecomputeDivergence widget its controls
+and URL state (`lowprec.app.widgets._sim_base.simulation_widget`) and the lesson directive its
+parameters (`lowprec.app.lessons.WIDGET_PARAMS`), all with these names. The knobs it shares with
+other simulations (seed, format, and the delayed scaler's history, algo and margin) are the shared
+declarations of `simulations.knobs`, with one set of bounds. Torch-free, so building a parser or a
+lesson table does not import torch.
 
 The bounds keep one run small: at the maximum of every knob together (16 layers × width 256,
 batch 256, 100 steps) a run takes about 130 MB beyond the interpreter and torch and 15-20 s on
@@ -16,7 +19,8 @@ from __future__ import annotations
 from lowprec.config import ConfigError, Cost, config_record, knob
 from lowprec.formats import get_format
 
-from .recompute_state import AMAX_ALGOS, DETERMINISTIC_ROUNDINGS, QUANTIZERS, activation_formats
+from .knobs import algo_knob, format_knob, history_knob, margin_knob, seed_knob
+from .recompute_state import DETERMINISTIC_ROUNDINGS, QUANTIZERS, activation_formats
 
 __all__ = ["RecomputeConfig", "OVERFLOW_MODES"]
 
@@ -51,14 +55,11 @@ class RecomputeConfig:
     width: int = knob(64, "layer width (features per activation row)", bounds=(1, 256))
     batch: int = knob(16, "batch size (rows per step)", bounds=(1, 256))
     steps: int = knob(20, "SGD training steps", bounds=(1, 100))
-    seed: int = knob(0, "seed of the data and the initial weights", bounds=(0, 2**31 - 1),
-                     widget="input")
-    format: str = knob("E4M3FN", "format of the quantized layer inputs", choices=activation_formats())
-    history: int = knob(16, "amax history length H (steps)", bounds=(1, 1024))
-    algo: str = knob("max", "amax taken from the history: its maximum or its newest entry",
-                     choices=AMAX_ALGOS)
-    margin: int = knob(0, "scale margin: encode_scale = format max / amax / 2**margin",
-                       bounds=(-64, 64))
+    seed: int = seed_knob("seed of the data and the initial weights")
+    format: str = format_knob(activation_formats(), "format of the quantized layer inputs")
+    history: int = history_knob()
+    algo: str = algo_knob()
+    margin: int = margin_knob()
     lr: float = knob(0.1, "SGD learning rate", bounds=(0.0, 10.0), widget="input")
     rounding: str = knob("nearest_even", "rounding of the cast (stochastic is left out: replaying "
                          "random bits in recompute is another hazard)", choices=DETERMINISTIC_ROUNDINGS)

@@ -369,5 +369,6 @@ def run_config(config: RecomputeConfig, *, keep_activations: bool = False,
         recompute_order=recompute_order, failure=failure, commits=commits,
         history_len=history_len_arr, elapsed_s=time.perf_counter() - t0,
         expected_state_commits=quantizer.expected_commits(layers), centred=quantizer.centred,
+        cast_format=quantizer.cast_format.name,
         final_weights=[w.detach().numpy().copy() for w in run.weights],
         activations=activations, **fl, **bo, **it, **hashes)

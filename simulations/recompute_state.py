@@ -1,15 +1,16 @@
 """The delayed-scaling quantizer state machine of the recompute simulation, and its designs.
 
-Torch-free (numpy and `lowprec.formats` only): this module owns what a stateful quantizer does when
+Torch-free (numpy, `lowprec.formats` and `simulations.delayed`): this module owns what a stateful quantizer does when
 a layer body runs — encode, observe, commit — and nothing about networks or autograd
 (`recompute_harness` drives it from inside `torch.utils.checkpoint`).
 
-Scale convention (Transformer Engine's delayed scaling, "FP8 Delayed Scaling" docs):
-`encode_scale = (F / amax) / 2^margin` with `F = fmt.max` and `amax` the maximum (`"max"`) or newest
-(`"most_recent"`) entry of an amax history; `decode_scale = 1 / encode_scale`; codes are
-`encode(x · encode_scale)` and the GEMM consumer multiplies the decoded codes by `decode_scale`.
-Scales are kept float32-representable so numpy and torch multiply by the same number. Rounding is
-the run's `CastPolicy`.
+Scale convention: Transformer Engine's delayed scaling, as the one model of it computes it
+(`simulations.delayed.DelayedScaling`, which the spike simulation uses too): `encode_scale =
+float32(F · 2^-margin) / amax` in float32 with `F = fmt.max` and `amax` the maximum (`"max"`) or
+newest (`"most_recent"`) entry of an amax history; `decode_scale = float32(1 / encode_scale)`; codes
+are `encode(x · encode_scale)` and the GEMM consumer multiplies the decoded codes by `decode_scale`.
+Scales are float32 values so numpy and torch multiply by the same number. Rounding is the run's
+`CastPolicy`.
 
 The corrected design follows the separated API of the seed write-up: begin a logical quantization
 (an immutable `QuantSnapshot` with owner, layer, logical step and scales), quantize with the
@@ -23,15 +24,15 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import math
 import threading
-from collections import deque
 from dataclasses import dataclass, field
 from typing import ClassVar, Iterator
 
 import numpy as np
 
 from lowprec.formats import BF16, CastPolicy, FloatFormat, Rounding, decode, encode, get_format
+
+from .delayed import AMAX_ALGOS, DelayedScaling, check_algo
 
 __all__ = [
     "AMAX_ALGOS",
@@ -68,8 +69,6 @@ __all__ = [
     "resolve_format",
 ]
 
-#: how the scale's amax is taken from the history: its maximum, or its newest entry
-AMAX_ALGOS = ("max", "most_recent")
 #: the roundings a run may use: stochastic rounding is left out (replaying random bits in
 #: recompute is a different hazard from the one simulated here)
 DETERMINISTIC_ROUNDINGS = tuple(r.value for r in Rounding if r is not Rounding.STOCHASTIC)
@@ -159,42 +158,37 @@ class QuantizedTensor:
     encoder_centre: np.ndarray | None  # centre the encoder actually subtracted
 
 
-_F32_MAX = float(np.finfo(np.float32).max)
-
-
-def _f32(v: float) -> float:
-    return float(np.float32(v))
-
-
-class DelayedScaleState:
-    """Live delayed-scaling state of one owner: amax history, current encode scale, optional
-    centre, commit counter. Use `exclusive(worker)` around transitions: a second worker entering
-    while another is inside raises `ConcurrentStateError` instead of racing."""
+class DelayedScaleState(DelayedScaling[HistoryEntry]):
+    """Live delayed-scaling state of one owner: the one delayed-scaling model
+    (`delayed.DelayedScaling`: amax history, encode scale, TE's update rule) over `HistoryEntry`s,
+    plus the layer whose amax set the scale, an optional centre and a commit counter. Use
+    `exclusive(worker)` around transitions: a second worker entering while another is inside
+    raises `ConcurrentStateError` instead of racing."""
 
     def __init__(self, owner: str, fmt_max: float, history_len: int = 16, amax_algo: str = "max",
                  margin: int = 0, centred: bool = False) -> None:
-        if history_len < 1:
-            raise ValueError(f"history_len={history_len!r} must be at least 1")
-        if amax_algo not in AMAX_ALGOS:
-            raise ValueError(f"amax_algo={amax_algo!r} is not one of {', '.join(AMAX_ALGOS)}")
+        check_algo(amax_algo, "amax_algo")
+        super().__init__(fmt_max, history_len, amax_algo, margin)
         self.owner = owner
-        self.fmt_max = float(fmt_max)
-        self.history_len = int(history_len)
-        self.amax_algo = amax_algo
-        self.margin = int(margin)
         self.centred = centred
-        self.history: deque[HistoryEntry] = deque(maxlen=self.history_len)
-        self.encode_scale = 1.0
-        self.scale_source_layer = -1
         self.centre: np.ndarray | None = None
         self.commits = 0
         self.committed: set[tuple[int, int]] = set()
         self._lock = threading.Lock()
         self._holder: str | None = None
 
+    def _amax_of(self, entry: HistoryEntry) -> float:
+        return entry.amax
+
     @property
-    def decode_scale(self) -> float:
-        return _f32(1.0 / self.encode_scale)
+    def amax_algo(self) -> str:
+        """The history's reduction (`algo` of the model): "max" or "most_recent"."""
+        return self.algo
+
+    @property
+    def scale_source_layer(self) -> int:
+        """The layer whose amax set the held encode scale (-1: the initial scale)."""
+        return -1 if self.source is None else self.source.layer_id
 
     @contextlib.contextmanager
     def exclusive(self, worker: str) -> Iterator[None]:
@@ -213,23 +207,12 @@ class DelayedScaleState:
             self._lock.release()
 
     def scale_from_history(self) -> tuple[float, int]:
-        """(encode scale, layer whose amax set it) as the history now says: `F / amax / 2^margin`
-        rounded to float32. The previous scale while the history is empty or its chosen amax is
-        zero or not finite (Transformer Engine's fallbacks), or when the quotient rounds to 0; a
-        quotient beyond float32 (a wide format such as BF16 with amax < 1) is clamped to the
-        largest float32, as TE-derived implementations do, instead of becoming Inf."""
-        if not self.history:
-            return self.encode_scale, self.scale_source_layer
-        if self.amax_algo == "max":
-            entry = max(self.history, key=lambda e: e.amax)  # first maximal entry
-        else:
-            entry = self.history[-1]
-        if not (math.isfinite(entry.amax) and entry.amax > 0):
-            return self.encode_scale, self.scale_source_layer  # keep the previous scale
-        scale = _f32(min(self.fmt_max / entry.amax / 2.0 ** self.margin, _F32_MAX))
-        if scale == 0.0:
-            return self.encode_scale, self.scale_source_layer
-        return scale, entry.layer_id
+        """(encode scale, layer whose amax set it) as the history now says (`next_scale`): TE's
+        `float32(F · 2^-margin) / amax` from the first maximal (or the newest) entry; the held scale
+        where the rule keeps it (empty history, a zero or non-finite amax, a quotient rounding to 0);
+        a quotient beyond float32 (a wide format such as BF16 with amax < 1) clamped to float32's max."""
+        scale, source = self.next_scale()
+        return scale, -1 if source is None else source.layer_id
 
 
 def begin_logical_quantization(state: DelayedScaleState, logical_step: int, layer_id: int,
@@ -279,9 +262,7 @@ def commit_quant_observation(state: DelayedScaleState, observation: QuantObserva
         raise DoubleCommitError(
             f"state {state.owner!r} already committed logical step {key[0]} for layer {key[1]}; "
             f"recompute must not advance delayed state")
-    state.history.append(HistoryEntry(observation.amax, observation.layer_id,
-                                      observation.logical_step))
-    state.encode_scale, state.scale_source_layer = state.scale_from_history()
+    state.record(HistoryEntry(observation.amax, observation.layer_id, observation.logical_step))
     if state.centred and observation.centre_estimate is not None:
         state.centre = observation.centre_estimate.copy()
     state.commits += 1
@@ -338,6 +319,8 @@ class VariantQuantizer:
     inner_switch: ClassVar[bool] = False
     #: state transitions one logical step makes per layer when the design is followed
     commits_per_layer: ClassVar[int] = 1
+    #: the format this design casts to whatever the run's format is (None: the run's format)
+    fixed_format: ClassVar[FloatFormat | None] = None
 
     def __init__(self, layers: int, fmt: FloatFormat, policy: CastPolicy, history_len: int = 16,
                  amax_algo: str = "max", margin: int = 0) -> None:
@@ -357,6 +340,11 @@ class VariantQuantizer:
         """The first paragraph of the class docstring, on one line."""
         doc = inspect.cleandoc(cls.__doc__ or cls.name)
         return " ".join(doc.split("\n\n")[0].split())
+
+    @property
+    def cast_format(self) -> FloatFormat:
+        """The format the layer inputs are cast to: the run's, or the design's own (`fixed_format`)."""
+        return self.fixed_format if self.fixed_format is not None else self.fmt
 
     def expected_commits(self, layers: int) -> int:
         """State commits one logical step should make in a network of `layers` layers."""
@@ -531,11 +519,12 @@ class BF16Control(VariantQuantizer):
 
     name = "bf16-control"
     commits_per_layer = 0
+    fixed_format = BF16
 
     def quantize(self, x: np.ndarray, layer: int, phase: PhaseInfo) -> QuantizedTensor:
         snap = QuantSnapshot("none", layer, phase.step, "input", 1.0, 1.0, -1)
-        codes = encode(x, BF16, CastPolicy())
-        return QuantizedTensor(codes, decode(codes, BF16), snap, None)
+        codes = encode(x, self.cast_format, CastPolicy())
+        return QuantizedTensor(codes, decode(codes, self.cast_format), snap, None)
 
 
 class GateAsymmetry(VariantQuantizer):

@@ -130,6 +130,9 @@ class RecomputeResult:
     #: 0 for the stateless BF16 control)
     expected_state_commits: int = 0
     centred: bool = False  # the quantizer subtracts a centre (centre_shift is defined)
+    #: the format the layer inputs were cast to: the run's `format`, or the design's own (the
+    #: bf16-control variant casts to BF16 whatever `format` says); "" where not recorded
+    cast_format: str = ""
     final_weights: list[np.ndarray] = field(default_factory=list)
     # with keep_activations: (step, layer, "forward"|"recompute"|"plain") → input, dequant (the
     # GEMM input), output, and for a centred quantizer encoder_centre / snapshot_centre
@@ -188,7 +191,10 @@ class RecomputeResult:
         state commits against the design's rule, the verdict."""
         p = self.parameters
         n_steps, n_layers = self.recomputed.shape
-        lines = [f"recompute: variant {p.get('variant')}, {p.get('format')}, {n_layers} layers × width "
+        cast = self.cast_format or p.get("format")
+        fmt = (cast if cast == p.get("format") else
+               f"{cast} (the variant's own stateless cast; the format parameter {p.get('format')} is not used)")
+        lines = [f"recompute: variant {p.get('variant')}, {fmt}, {n_layers} layers × width "
                  f"{p.get('width')}, batch {p.get('batch')}; {int(self.completed.sum())} of {n_steps} "
                  f"steps ran; checkpointing {'on' if p.get('checkpointing') else 'off'}"]
         n_rec = int(self.recomputed.sum())
@@ -258,6 +264,7 @@ class RecomputeResult:
             "simulation": "recompute",
             "parameters": dict(self.parameters),
             "verdict": self.verdict(),
+            "cast_format": self.cast_format or self.parameters.get("format"),
             "failure": self.failure,
             "elapsed_s": self.elapsed_s,
             "totals": {

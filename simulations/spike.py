@@ -11,6 +11,9 @@ array per block (identical to stepping `quantize` one tensor at a time).
 
 `SpikeConfig` declares every parameter once; `lowprec simulate spike`, `python -m
 lowprec.simulations.spike`, the DelayedSpike widget and its lesson directive are generated from it.
+Its delayed-scaling knobs (history, algo, margin), seed and format are the shared declarations of
+`simulations.knobs` (the same as the recompute simulation's). Summaries give shares as percentages
+(`percent`), as the widget and the lessons do.
 """
 
 from __future__ import annotations
@@ -27,10 +30,12 @@ from lowprec.config import ConfigError, Cost, config_record, knob
 from lowprec.formats import CastPolicy
 
 from ._cli import ProgressFn, Simulation, config_or_knobs, config_values, run_module
-from .delayed import ALGOS, METRICS, CurrentScaler, DelayedScaler, block_metrics, scale_from_amax, tensor_amax
+from .delayed import METRICS, CurrentScaler, DelayedScaler, block_metrics, scale_from_amax, tensor_amax
+from .knobs import algo_knob, format_knob, history_knob, margin_knob, seed_knob
 from .streams import SPIKE_KINDS, STREAM_KINDS, TensorStream
 
-__all__ = ["SIMULATION", "SPIKE_FORMATS", "SpikeConfig", "StreamResult", "simulate_spike", "simulate_stream"]
+__all__ = ["SIMULATION", "SPIKE_FORMATS", "SpikeConfig", "StreamResult", "percent", "simulate_spike", "simulate_stream",
+           "summary_lines"]
 
 #: formats a scaled cast of signed tensors can use (up to 16 bits: the clipped fraction needs the
 #: rounding bin of the largest value, from the format's code table)
@@ -42,17 +47,17 @@ _BLOCK_ELEMENTS = 1 << 20  # elements generated and cast at once
 class SpikeConfig:
     """The spike simulation's parameters."""
 
-    format: str = knob("E4M3FN", "element format of the cast", choices=SPIKE_FORMATS)
-    history: int = knob(16, "amax history length H (steps)", bounds=(1, 1024))
-    algo: str = knob("max", "how the history becomes the amax the delayed scale is sized for", choices=ALGOS)
-    margin: int = knob(0, "margin: the encode scale divided by 2**margin", bounds=(0, 16))
+    format: str = format_knob(SPIKE_FORMATS, "element format of the cast")
+    history: int = history_knob()
+    algo: str = algo_knob()
+    margin: int = margin_knob()
     steps: int = knob(200, "steps in the stream", bounds=(2, 100_000), widget="input")
     spike_step: int = knob(100, "step at which the spike occurs (spike stream)", bounds=(0, 99_999), widget="input")
     spike: float = knob(50.0, "spike magnitude: a multiple of the ordinary tensor", bounds=(1.0, 1e6), widget="input")
     stream: str = knob("spike", "the stream: steady, one spike, an exponential drift, periodic bursts",
                        choices=STREAM_KINDS)
     size: int = knob(4096, "elements per step", bounds=(1, 1 << 24), widget="input")
-    seed: int = knob(0, "seed of the stream", bounds=(0, 2**31 - 1), widget="input")
+    seed: int = seed_knob("seed of the stream")
     spike_kind: str = knob("tensor", "the spike scales the whole tensor, or sets one element (spike stream)",
                            choices=SPIKE_KINDS)
     drift: float = knob(0.01, "growth of σ per step, σ_t = exp(drift · t) (drift stream)", bounds=(-0.1, 0.1),
@@ -176,6 +181,11 @@ def simulate_stream(config: SpikeConfig | None = None, *, policy: CastPolicy | N
     return simulate_spike(config_or_knobs(SpikeConfig, config, knobs), policy=policy, progress=progress)
 
 
+def percent(fraction: float) -> str:
+    """A fraction as the summaries and lessons write it: a percentage with two decimals ("53.12 %")."""
+    return f"{100.0 * float(fraction):.2f} %"
+
+
 def summary_lines(result: StreamResult) -> list[str]:
     if not isinstance(result, StreamResult):
         raise TypeError(f"result must be a StreamResult, got {type(result).__name__}")
@@ -183,8 +193,8 @@ def summary_lines(result: StreamResult) -> list[str]:
     c = result.columns()
     at = cfg.spike_step if cfg.stream == "spike" else int(np.argmax(result.amax))
     where = f"at step {at}" + ("" if cfg.stream == "spike" else " (the largest amax)")
-    return [f"steps: {result.steps}; {where}: delayed clipped {c['delayed_clipped_fraction'][at]:.4g}, "
-            f"current clipped {c['current_clipped_fraction'][at]:.4g}; delayed scale sized for >2× the amax on "
+    return [f"steps: {result.steps}; {where}: delayed clipped {percent(c['delayed_clipped_fraction'][at])}, "
+            f"current clipped {percent(c['current_clipped_fraction'][at])}; delayed scale sized for >2× the amax on "
             f"{result.reduced_steps()} steps"]
 
 

@@ -159,3 +159,22 @@ def test_grouping_html_for_every_study(study: str, tmp_path: Path) -> None:
     html = out.read_text()
     assert "<script src=" not in html and "Bokeh" in html
     assert strictjson.loads(data.read_text())["config"]["study"] == study
+
+
+def test_spike_summary_speaks_in_percent_like_the_widget(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The clipped shares are percentages in the summary, as in the widget's words and the lessons
+    (before, the command line printed the bare fraction 0.5312 where the page said 53.12%)."""
+    from lowprec.app.widgets.delayed_spike import DelayedSpike
+
+    args = {"steps": 60, "spike_step": 30, "size": 512, "seed": 1}
+    out = tmp_path / "s.json"
+    assert main(["simulate", "spike", *[f"--{k.replace('_', '-')}={v}" for k, v in args.items()],
+                 "--json", str(out)]) == 0
+    summary = capsys.readouterr().out
+    step = strictjson.loads(out.read_text())["steps"][30]
+    delayed, current = step["delayed"]["clipped_fraction"], step["current"]["clipped_fraction"]
+    assert 0 < delayed < 1 and current == 0.0
+    said = f"delayed clipped {100 * delayed:.2f} %, current clipped 0.00 %"
+    assert said in summary, summary
+    widget = DelayedSpike(**args)
+    assert f"clips {100 * delayed:.2f} % of the tensor, current scaling 0.00 %" in widget.summary

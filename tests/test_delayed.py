@@ -4,13 +4,15 @@ float32(F / max(recorded amaxes t-H .. t-1)) / 2^margin (or the newest one), kep
 
 from __future__ import annotations
 
+import math
+from fractions import Fraction
 from typing import Any
 
 import ml_dtypes
 import numpy as np
 import pytest
 
-from lowprec import strictjson
+from lowprec import formats, strictjson
 from lowprec.config import ConfigError
 from lowprec.simulations import delayed as D
 from lowprec.simulations.spike import SpikeConfig, simulate_stream
@@ -189,3 +191,118 @@ def test_batched_stream_equals_stepping_the_scalers(kw: dict) -> None:
         for rows, out in ((r.delayed, od), (r.current, oc)):
             for k, v in D.cast_metrics(x, out, f, args["margin"]).items():
                 assert np.float64(rows[k][t]).view(np.uint64) == np.float64(v).view(np.uint64), (t, k)
+
+
+# ------------------------------------------------------------------------------------------------
+# one delayed-scaling model (issue 27.2) against TE's published update, written out exactly
+# ------------------------------------------------------------------------------------------------
+
+F32_MAX = float(np.finfo(np.float32).max)
+
+
+def round_f32(q: Fraction) -> float:
+    """A positive rational rounded to binary32, nearest-even, subnormals and overflow included
+    (∞ beyond the largest finite value's rounding bin): exact arithmetic, no float division."""
+    if q == 0:
+        return 0.0
+    e = q.numerator.bit_length() - q.denominator.bit_length()  # 2^e ≤ q < 2^(e+2)
+    if Fraction(2) ** e > q:
+        e -= 1
+    quantum = Fraction(2) ** (max(e, -126) - 23)
+    n, rest = divmod(q, quantum)
+    n = int(n) + (1 if rest > quantum / 2 or (rest == quantum / 2 and int(n) % 2) else 0)
+    value = n * quantum
+    return math.inf if value >= Fraction(2) ** 128 else float(value)
+
+
+def te_update(amax: float, fmt_max: float, margin: int, previous: float) -> float:
+    """Transformer Engine's delayed-scaling update (transformer_engine/common/recipe/delayed_scaling.cu):
+    scaled_max = F · 2^-margin; scale = scaled_max / amax in float32 when amax is finite and > 0,
+    else the previous scale; an infinite scale becomes float32's max. (A quotient that rounds to 0
+    also keeps the previous scale: lowprec's documented rule, where TE would store 0.)"""
+    if not (math.isfinite(amax) and amax > 0):
+        return previous
+    s = round_f32(Fraction(fmt_max) / 2**margin / Fraction(amax))
+    if s == math.inf:
+        return F32_MAX
+    return previous if s == 0 else s
+
+
+def _amaxes(rng: np.random.Generator, n: int) -> list[float]:
+    """float32 amaxes over the whole positive range (random bit patterns: subnormal to max) and edges."""
+    bits = rng.integers(1, 0x7F800000, size=n, dtype=np.uint32)
+    edges = [0.0, float("inf"), float("nan"), 1.0, 2.0**-149, 2.0**-126, F32_MAX, 448.0, 3.0]
+    return edges + [float(b) for b in bits.view(np.float32)]
+
+
+@pytest.mark.parametrize("fmt", ["E4M3FN", "E5M2", "E2M1", "BF16", "FP16", "INT8"])
+def test_scale_update_is_te_formula_over_the_whole_float32_range(fmt: str) -> None:
+    """`scale_from_amax` (current scaling and the history's update) equals TE's formula computed
+    exactly, for every margin's extremes and amaxes from the smallest subnormal to float32's max:
+    clamped to float32's max where F / amax overflows, one rounding where the scale is subnormal."""
+    rng = np.random.default_rng(sum(map(ord, fmt)))
+    big_f = formats.get_format(fmt).max
+    for margin in (0, 1, 7, 16, 40, 64):
+        for a in _amaxes(rng, 300):
+            got = D.scale_from_amax(a, big_f, margin, 0.5)
+            want = te_update(a, big_f, margin, 0.5)
+            assert np.float64(got).view(np.uint64) == np.float64(want).view(np.uint64), (fmt, margin, a)
+
+
+def test_a_tiny_amax_is_clamped_to_float32_max_not_infinite() -> None:
+    """F / amax beyond float32 (TE: 'the amax is too tiny that the scale becomes infinite in FP32'):
+    the scale is float32's largest value, in the current scaler, the delayed scaler and the
+    recompute state alike, and the decode scale stays finite and non-zero."""
+    from lowprec.simulations.recompute_state import DelayedScaleState, HistoryEntry
+
+    tiny = 2.0**-149  # the smallest float32 subnormal: 448 / tiny ≈ 3e47
+    assert D.scale_from_amax(tiny, F, 0, 1.0) == F32_MAX
+    assert D.CurrentScaler("E4M3FN").quantize(np.array([tiny, -tiny], np.float32)).encode_scale == F32_MAX
+    s = D.DelayedScaler("E4M3FN", 4)
+    assert s.update(tiny) == F32_MAX
+    r = DelayedScaleState("layer0", F, 4)
+    assert r.record(HistoryEntry(tiny, 0, 0)) == F32_MAX and r.decode_scale > 0
+    # BF16's max over an amax below 1: beyond float32 unless the margin brings it back in range
+    bf = formats.BF16.max
+    assert D.scale_from_amax(0.75, bf, 0, 1.0) == F32_MAX
+    assert D.scale_from_amax(0.75, bf, 1, 1.0) == round_f32(Fraction(bf) / 2 / Fraction(0.75))
+
+
+def test_spike_scaler_and_recompute_state_are_one_model() -> None:
+    """The spike simulation's scaler and the recompute quantizer's state are the same model
+    (`DelayedScaling`): fed the same amaxes (zeros, Inf, NaN, a spike), they hold the same scale
+    at every step, for both reductions, equal to TE's update over the window written out here
+    (a NaN in a `max` window keeps the previous scale until it leaves the window)."""
+    from lowprec.simulations.recompute_state import DelayedScaleState, HistoryEntry
+
+    amaxes = [2.0, 3.0, 0.0, 100.0, 1.5, float("nan"), 2.5, float("inf"), 1.0, 1.25, 0.5, 4.0, 3.0]
+    for algo in ("max", "most_recent"):
+        for margin in (0, 3):
+            spike_scaler = D.DelayedScaler("E4M3FN", 3, algo, margin)
+            state = DelayedScaleState("layer1", F, 3, algo, margin)
+            assert isinstance(spike_scaler, D.DelayedScaling) and isinstance(state, D.DelayedScaling)
+            scale = 1.0
+            for t, a in enumerate(amaxes):
+                window = amaxes[max(0, t - 2):t + 1]
+                chosen = window[-1] if algo == "most_recent" else (
+                    math.nan if any(math.isnan(v) for v in window) else max(window))
+                scale = te_update(chosen, F, margin, scale)
+                assert spike_scaler.update(a) == scale, (algo, margin, t)
+                assert state.record(HistoryEntry(a, 1, t)) == scale, (algo, margin, t)
+            assert state.scale_source_layer == 1
+
+
+def test_the_recompute_state_names_the_entry_that_set_its_scale() -> None:
+    """Under `max` the scale comes from the first maximal entry of the window, and the state names
+    that entry's layer; a kept scale keeps its source."""
+    from lowprec.simulations.recompute_state import DelayedScaleState, HistoryEntry
+
+    state = DelayedScaleState("shared", F, 4, "max")
+    assert state.scale_source_layer == -1  # the initial scale
+    for layer, a in ((0, 4.0), (1, 1.0), (2, 4.0), (3, 2.0)):
+        state.record(HistoryEntry(a, layer, 0))
+    assert state.scale_source_layer == 0 and state.encode_scale == 112.0
+    state.record(HistoryEntry(0.5, 4, 1))  # the window drops layer 0's entry: layer 2's 4.0 is first
+    assert state.scale_source_layer == 2 and state.encode_scale == 112.0
+    state.record(HistoryEntry(float("nan"), 5, 1))  # NaN in the window: scale and source kept
+    assert state.scale_source_layer == 2 and state.encode_scale == 112.0

@@ -335,3 +335,20 @@ def test_the_concurrency_experiment_runs_without_torch() -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                           env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize("entry", ENTRY_POINTS)
+def test_the_bf16_control_summary_names_the_format_it_casts_to(entry: str, tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """The control casts to BF16 whatever --format says: the summary and the JSON say BF16 (the
+    summary used to print the unused format parameter, E4M3FN); the other variants name the run's."""
+    out = tmp_path / "c.json"
+    assert ENTRY_POINTS[entry](["--variant", "bf16-control", *SMALL, "--json", str(out)]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith("recompute: variant bf16-control, BF16 (the variant's own stateless cast; "
+                            "the format parameter E4M3FN is not used), 2 layers × width 8"), first
+    d = strictjson.loads(out.read_text())
+    assert d["cast_format"] == "BF16" and d["parameters"]["format"] == "E4M3FN"
+    assert ENTRY_POINTS[entry](["--variant", "fixed", "--format", "E5M2", *SMALL, "--json", str(out)]) == 0
+    assert capsys.readouterr().out.startswith("recompute: variant fixed, E5M2, 2 layers")
+    assert strictjson.loads(out.read_text())["cast_format"] == "E5M2"

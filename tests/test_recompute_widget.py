@@ -97,3 +97,23 @@ def test_commit_reference_line_follows_the_design() -> None:
     w.variant = "fixed"
     assert w._expected_commits.location == SMALL["layers"]
     assert list(w.sources["steps"].data["state_commits"]) == [SMALL["layers"]] * SMALL["steps"]
+
+
+def test_served_runs_stay_in_the_server_and_a_superseded_run_stops() -> None:
+    """The widget runs its simulation (`recompute.SIMULATION`, like every simulation widget) but,
+    served, on a pool thread of the server rather than in a worker process (torch is imported
+    there once); a run whose request is no longer the newest stops at its next step."""
+    from lowprec.app import work
+    from lowprec.app.widgets.delayed_spike import DelayedSpike
+    from lowprec.simulations import recompute
+
+    assert RecomputeDivergence.simulation is recompute.SIMULATION
+    assert RecomputeDivergence.runs_simulation() and not RecomputeDivergence.runs_in_worker()
+    assert DelayedSpike.runs_in_worker()
+    w = RecomputeDivergence(**SMALL)
+    config = w.config()
+    w._generation += 1  # a newer request exists
+    with pytest.raises(work.Superseded, match="superseded by a newer request"):
+        w._run(w._generation - 1, config)
+    r = w._run(w._generation, config)  # the newest request runs to the end
+    assert r.parameters["layers"] == SMALL["layers"] and r.bitwise_equal.all()

@@ -1,24 +1,20 @@
-"""`lowprec simulate attention`: attention-probability rounding (`simulations.attention`; the options
-are `AttentionConfig`'s) as JSON, with optional standalone HTML plots (`app.plots.attention`)."""
+"""`lowprec simulate attention`: attention-probability rounding (`simulations.attention`), registered from its entry in the registry of
+simulations (`app.sim_faces.FACES["attention"]`: the simulation, its `--html` page and caption). The
+options are the simulation's config record's, the same as `python -m lowprec.simulations.attention`."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from lowprec.simulations.attention import SIMULATION, AttentionResult
+from lowprec.app.sim_faces import FACES
 
-from .sim_common import register_simulation
+from .sim_common import register_faces
 
 
-def write_html(result: AttentionResult, path: str) -> None:
-    from lowprec.app.plots.attention import attention_layout
-    from lowprec.app.plots.captions import caption
-    from lowprec.app.plots.html import save_standalone
-
-    save_standalone(attention_layout(result), path,
-                    f"Attention rounding: {result.config['format']}, {result.config['rounding']}",
-                    parameters=result.config["parameters"], caption=caption("AttentionRounding", result))
+def write_html(result: Any, path: str) -> None:
+    """`--html`: the run's figures, parameters and caption as one offline page."""
+    FACES["attention"].write_html(result, path)
 
 
 def register(sims: Any) -> None:
-    register_simulation(sims, SIMULATION, write_html)
+    register_faces(sims, FACES["attention"])

@@ -1,26 +1,20 @@
-"""`lowprec simulate blocks`: MX (each element format × scale rule) and NVFP4 on one tensor, one recipe
-in detail (`simulations.blocks`; the options are `BlocksConfig`'s), as JSON, with optional standalone
-HTML plots (`app.plots.blocks`)."""
+"""`lowprec simulate blocks`: MX and NVFP4 block formats on one tensor (`simulations.blocks`), registered from its entry in the registry of
+simulations (`app.sim_faces.FACES["blocks"]`: the simulation, its `--html` page and caption). The
+options are the simulation's config record's, the same as `python -m lowprec.simulations.blocks`."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from lowprec.simulations.blocks import SIMULATION, BlocksResult
+from lowprec.app.sim_faces import FACES
 
-from .sim_common import register_simulation
+from .sim_common import register_faces
 
 
-def write_html(result: BlocksResult, path: str) -> None:
-    from lowprec.app.plots.blocks import blocks_figure, blocks_sources
-    from lowprec.app.plots.captions import caption
-    from lowprec.app.plots.html import save_standalone
-    from lowprec.simulations._cli import config_values
-
-    save_standalone(blocks_figure(blocks_sources(result), result.config.recipe), path,
-                    f"Block formats: {result.config.recipe}", parameters=config_values(result.config),
-                    caption=caption("BlockFormats", result))
+def write_html(result: Any, path: str) -> None:
+    """`--html`: the run's figures, parameters and caption as one offline page."""
+    FACES["blocks"].write_html(result, path)
 
 
 def register(sims: Any) -> None:
-    register_simulation(sims, SIMULATION, write_html)
+    register_faces(sims, FACES["blocks"])

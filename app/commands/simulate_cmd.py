@@ -1,27 +1,23 @@
-"""`lowprec simulate NAME ...`: one module per simulation in SIMULATIONS, each exposing
-`register(subparsers)` for its own sub-subcommand (app/commands/sim_<name>.py). Every module listed
-exists: an import error is a bug and is raised."""
+"""`lowprec simulate NAME ...`: one subcommand per simulation of the registry of simulations
+(`app.sim_faces.FACES`, in its order), each generated from the simulation's `Simulation`
+declaration with the entry's `--html` page (`sim_common.register_faces`). A simulation is added to
+the command line by its registry entry, never here."""
 
 from __future__ import annotations
 
 import argparse
-import importlib
 from typing import Any
 
-SIMULATIONS = (
-    "lowprec.app.commands.sim_spike",
-    "lowprec.app.commands.sim_grouping",
-    "lowprec.app.commands.sim_blocks",
-    "lowprec.app.commands.sim_attention",
-    "lowprec.app.commands.sim_recompute",
-)
+from lowprec.app.sim_faces import FACES
+
+from .sim_common import register_faces
 
 
 def register(sub: Any) -> None:
     p = sub.add_parser("simulate", help="run a simulation and write JSON/CSV/HTML results")
     sims = p.add_subparsers(dest="simulation", metavar="SIMULATION")
-    for name in SIMULATIONS:
-        importlib.import_module(name).register(sims)
+    for entry in FACES.values():
+        register_faces(sims, entry)
 
     def _help(args: argparse.Namespace) -> int:
         p.print_help()

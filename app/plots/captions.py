@@ -1,21 +1,20 @@
-"""What to look at in each figure: one short caption per widget, shown under its plots and written
-into the `--html` page of the matching `lowprec simulate` run, so both say the same thing.
+"""What to look at in each figure: one short caption per simulation's figures, shown under the
+widget's plots and written into the `--html` page of the matching `lowprec simulate` run, so both
+say the same thing.
 
-`caption(name, result=None)` is the caption of widget `name` (a key of the widget registry) for a
-result of its simulation (some captions name the format or the setting drawn). `SIMULATION_WIDGET`
-maps each `lowprec simulate` name to its widget. Words only: every number quoted comes from the
+The caption functions here (`spike`, `attention`, `recompute`, `grouping`, `hadamard`, `blocks`:
+result → Markdown) are named by the registry of simulations (`app.sim_faces`: each simulation's
+caption, HTML page, widget and exported control in one entry; `sim_faces.widget_caption(widget,
+result)` is a widget's caption by its name). `OTHER_WIDGETS` holds the captions of the widgets that
+are no simulation's face (BinExplorer, Conventions). Words only: every number quoted comes from the
 result.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
-__all__ = ["SIMULATION_WIDGET", "caption"]
-
-#: `lowprec simulate NAME` → the widget that draws the same result
-SIMULATION_WIDGET = {"spike": "DelayedSpike", "attention": "AttentionRounding", "recompute": "RecomputeDivergence",
-                     "grouping": "ScaleGrouping", "blocks": "BlockFormats"}
+__all__ = ["OTHER_WIDGETS", "attention", "blocks", "grouping", "hadamard", "recompute", "spike"]
 
 
 def _get(result: Any, key: str, default: Any = None) -> Any:
@@ -27,7 +26,7 @@ def _get(result: Any, key: str, default: Any = None) -> Any:
     return getattr(config, key, default)
 
 
-def _spike(result: Any) -> str:
+def spike(result: Any) -> str:
     fmt = _get(result, "format", "the format")
     return ("**What to look at:** where the orange line (the amax the delayed scale was sized for) sits "
             "below the black tensor amax, the cast saturates — the middle plot shows the share clipped. "
@@ -37,7 +36,7 @@ def _spike(result: Any) -> str:
             "the jump at the first step, not a measurement.")
 
 
-def _attention(result: Any) -> str:
+def attention(result: Any) -> str:
     rounding = _get(result, "rounding", "")
     text = ("**What to look at:** top left, each probability P against its rounded P̃ — the staircase is "
             "the format's grid; top right, the exact change of the output ΔO against the first-order "
@@ -61,7 +60,7 @@ def _attention(result: Any) -> str:
     return text
 
 
-def _recompute(result: Any) -> str:
+def recompute(result: Any) -> str:
     return ("**What to look at:** the heatmap compares each checkpointed activation in the forward pass with "
             "its recomputation in backward — grey cells are bitwise identical, orange cells are identical "
             "codes read back with the wrong scale, coloured cells differ (brighter = larger difference). "
@@ -69,7 +68,7 @@ def _recompute(result: Any) -> str:
             "with skipped optimizer steps marked.")
 
 
-def _grouping(result: Any) -> str:
+def grouping(result: Any) -> str:
     study = getattr(result, "study", None)
     name = getattr(study, "study", None) or _get(result, "study", "outlier")
     if name == "scale_choice":
@@ -101,25 +100,30 @@ def _grouping(result: Any) -> str:
                      "codes differ between the two routes.")
         return text
     if name == "hadamard":
-        text = ("**What to look at:** the error of the ordinary elements in NVFP4 and MXFP4, without and "
-                "with the random Hadamard transform. One outlier sizes its block's scale and crushes its "
-                "neighbours; the transform spreads it over the block, so the block's amax comes closer to "
-                "its typical value.")
-        fields = ("block_crest_before", "block_crest_after", "nvfp4_rms_rel_error_before",
-                  "nvfp4_rms_rel_error_after", "mxfp4_rms_rel_error_before", "mxfp4_rms_rel_error_after")
-        v = [getattr(study, f, None) for f in fields]
-        if None not in v:
-            text += (f" Here the outliers' blocks' amax / RMS goes from {v[0]:.3g} to {v[1]:.3g}, and the "
-                     f"RMS relative error from {v[2]:.3g} to {v[3]:.3g} in NVFP4 and from {v[4]:.3g} to "
-                     f"{v[5]:.3g} in MXFP4.")
-        return text
+        return hadamard(study)
     return ("**What to look at:** the left map shows the scale each element shares, the right map its "
             "relative error after the cast; the outlined cell is the outlier. Its group's scale is sized "
             "for it, so its neighbours land on a coarse grid or flush to zero — compare the granularities "
             "in the bar chart: the smaller the group, the fewer elements pay for one outlier.")
 
 
-def _blocks(result: Any) -> str:
+def hadamard(study: Any) -> str:
+    """The random Hadamard transform study (`lowprec simulate hadamard`, or grouping's hadamard study)."""
+    text = ("**What to look at:** the error of the ordinary elements in NVFP4 and MXFP4, without and "
+            "with the random Hadamard transform. One outlier sizes its block's scale and crushes its "
+            "neighbours; the transform spreads it over the block, so the block's amax comes closer to "
+            "its typical value.")
+    fields = ("block_crest_before", "block_crest_after", "nvfp4_rms_rel_error_before",
+              "nvfp4_rms_rel_error_after", "mxfp4_rms_rel_error_before", "mxfp4_rms_rel_error_after")
+    v = [getattr(study, f, None) for f in fields]
+    if None not in v:
+        text += (f" Here the outliers' blocks' amax / RMS goes from {v[0]:.3g} to {v[1]:.3g}, and the "
+                 f"RMS relative error from {v[2]:.3g} to {v[3]:.3g} in NVFP4 and from {v[4]:.3g} to "
+                 f"{v[5]:.3g} in MXFP4.")
+    return text
+
+
+def blocks(result: Any) -> str:
     return ("**What to look at:** in one 32-element block, grey bars are the inputs, dots what the block "
             "recipe decodes under its shared scale, crosses what one per-tensor scale gives; faint lines "
             "are the values the block can represent. Below, the error of every block: the recipe stays "
@@ -139,12 +143,6 @@ def _conventions(result: Any) -> str:
             "gets different codes.")
 
 
-_CAPTIONS = {"DelayedSpike": _spike, "AttentionRounding": _attention, "RecomputeDivergence": _recompute,
-             "ScaleGrouping": _grouping, "BlockFormats": _blocks, "BinExplorer": _bins,
-             "Conventions": _conventions}
-
-
-def caption(name: str, result: Any = None) -> str:
-    """The caption (Markdown) of widget `name` for `result` ('' for a widget without one)."""
-    fn = _CAPTIONS.get(name)
-    return fn(result) if fn is not None else ""
+#: captions of the widgets that are no simulation's face, by widget name (a simulation's caption is
+#: its entry's in `app.sim_faces`)
+OTHER_WIDGETS: dict[str, Callable[[Any], str]] = {"BinExplorer": _bins, "Conventions": _conventions}

@@ -16,9 +16,11 @@ inline and has finished when `update()` returns.
 
 `@simulation_widget(SIMULATION)` makes a widget the face of a simulation declared in
 `lowprec.simulations` (`simulations._cli.Simulation`): one parameter per knob of its config record
-(`app.params.config_widget`), every one of them watched, typed-entry controls where the record asks
-for them, and `_compute` = the simulation run on the widget's config. Such a widget owns only its
-figures and the columns and words it draws from a result; this module owns the update protocol.
+(`app.params.config_widget`; the URL state and lesson directives use the same names), every one of
+them watched, typed-entry controls where the record asks for them, and `_compute` = the simulation
+run on the widget's config. Such a widget owns only its figures and the columns and words it draws
+from a result; this module owns the update protocol, and the caption under the figures is the
+simulation's, from the registry of simulations (`app.sim_faces`).
 """
 
 from __future__ import annotations
@@ -32,8 +34,8 @@ import param
 from bokeh.models import ColumnDataSource
 
 from lowprec.app import work
-from lowprec.app.plots.captions import caption
 from lowprec.app.params import config_widget, control_widgets, widget_config
+from lowprec.app.sim_faces import widget_caption
 from lowprec.config import APP_BUDGET, check_budget, fields_of
 from lowprec.simulations._cli import Simulation
 from lowprec.app.text import set_alert
@@ -58,6 +60,9 @@ class SimulationWidget(pn.viewable.Viewer):
     control_widgets: dict[str, Any] = {}
     #: the simulation this widget is a face of (set by `simulation_widget`), or None
     simulation: Simulation[Any, Any] | None = None
+    #: served updates of a simulation's face run in a worker process (True) or on a pool thread of
+    #: the server (False: RecomputeDivergence, whose torch the server has imported once already)
+    worker_process: bool = True
     #: how the page that placed this widget styles a part the widget builds later (ScaleGrouping
     #: builds a study's figures when it is first shown): `app.layout.finish`, set when a page
     #: styles the widget; None (a notebook, a standalone view) leaves new parts as built
@@ -109,8 +114,9 @@ class SimulationWidget(pn.viewable.Viewer):
         return ""
 
     def _caption_text(self, result: Any) -> str:
-        """What to look at in the figures (`app.plots.captions`, shared with `--html` outputs)."""
-        return caption(type(self).__name__, result)
+        """What to look at in the figures: the simulation's caption in the registry of simulations
+        (`app.sim_faces`, shared with `--html` outputs)."""
+        return widget_caption(type(self).__name__, result)
 
     def _after_update(self, result: Any) -> None:
         """Hook for figure properties that are not source data (ranges, highlighted spans)."""
@@ -159,18 +165,33 @@ class SimulationWidget(pn.viewable.Viewer):
 
     def _run(self, generation: int, config: Any) -> Any:
         """The simulation, from a worker thread: a simulation of `lowprec.simulations` runs in a worker
-        process (`work.run_simulation`), a widget's own `_compute` on the thread; either stops
-        (work.Superseded) once a newer update exists. `config` is the request's, read when it was made
-        (the parameters may have moved on by the time a pool thread starts it)."""
-        if self.runs_in_worker() and self.simulation is not None:
-            return work.run_simulation(self.simulation, config, self._slot, generation)
+        process (`work.run_simulation`) or, for a widget that keeps it in the server
+        (`worker_process = False`), on this thread; a widget's own `_compute` on the thread. A
+        simulation stops (work.Superseded) at its next progress report once a newer update exists.
+        `config` is the request's, read when it was made (the parameters may have moved on by the
+        time a pool thread starts it)."""
+        if self.simulation is not None and self.runs_simulation():
+            if self.runs_in_worker():
+                return work.run_simulation(self.simulation, config, self._slot, generation)
+
+            def progress(done: int, total: int) -> None:
+                if generation != self._generation:
+                    raise work.Superseded()
+
+            return self.simulation.run(config, progress)
         return self._compute()
 
     @classmethod
-    def runs_in_worker(cls) -> bool:
-        """Whether a served update runs in a worker process: the widget is the face of a simulation
-        and computes nothing of its own (`_compute` not overridden)."""
+    def runs_simulation(cls) -> bool:
+        """Whether the widget is the face of a simulation and computes nothing of its own
+        (`_compute` not overridden)."""
         return cls.simulation is not None and cls._compute is SimulationWidget._compute
+
+    @classmethod
+    def runs_in_worker(cls) -> bool:
+        """Whether a served update runs in a worker process: the widget runs a simulation of its
+        own (`runs_simulation`) and does not keep it in the server (`worker_process`)."""
+        return cls.runs_simulation() and cls.worker_process
 
     def _submit(self, doc: Any, generation: int, start: float) -> None:
         self._busy.value = True

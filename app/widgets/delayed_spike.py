@@ -52,8 +52,8 @@ class DelayedSpike(SimulationWidget):
             where = f"At the largest amax (step {s}, {cfg.stream} stream)"
         delayed_clip = float(result.delayed["clipped_fraction"][s])
         current_clip = float(result.current["clipped_fraction"][s])
-        return (f"{where} delayed scaling clips {delayed_clip:.2%} of the tensor, current scaling "
-                f"{current_clip:.2%}. {tail}")
+        return (f"{where} delayed scaling clips {spike.percent(delayed_clip)} of the tensor, current scaling "
+                f"{spike.percent(current_clip)}. {tail}")
 
 
 __all__ = ["DelayedSpike"]

@@ -35,6 +35,13 @@ def _codec(name: str, original: str, replacement: str, description: str, tests: 
     return Mutant(name, "formats/codec.py", original, replacement, description, tests, keyword, NUMPY)
 
 
+#: the hadamard entry of the registry of simulations (app/sim_faces.py), for the mutant that drops it
+HADAMARD_ENTRY = (
+    '    SimulationFaces("hadamard", "lowprec.simulations.hadamard:SIMULATION", _hadamard_html, captions.hadamard,\n'
+    "                    widget=None, export_control=None,\n"
+    '                    widget_note="no widget of its own: pages show the same study in ScaleGrouping (study=hadamard)"),\n')
+
+
 _CATALOGUE: tuple[Mutant, ...] = (
     # ---- formats/codec.py: the numpy reference encoder / decoder --------------------------------
     _codec("codec-rne-ties-away",
@@ -244,25 +251,27 @@ _CATALOGUE: tuple[Mutant, ...] = (
            "np.count_nonzero(clips(np.abs(xs), fmt), axis=1) / n",
            "delayed scaling: clipped fraction of the unscaled tensor (many steps)", DELAYED),
     Mutant("delayed-window-off-by-one", "simulations/delayed.py",
-           "self.history: deque[float] = deque(maxlen=self.history_len)",
-           "self.history: deque[float] = deque(maxlen=self.history_len + 1)",
+           "self.history: deque[E] = deque(maxlen=self.history_len)",
+           "self.history: deque[E] = deque(maxlen=self.history_len + 1)",
            "amax history window one step too long", DELAYED),
     Mutant("delayed-update-before-cast", "simulations/delayed.py",
            "used = self.encode_scale\n        codes = self._cast(arr, used)\n        amax = tensor_amax(arr)\n        self.update(amax)",
            "amax = tensor_amax(arr)\n        self.update(amax)\n        used = self.encode_scale\n        codes = self._cast(arr, used)",
            "delayed scaler commits the new amax before casting (becomes current scaling)", DELAYED),
     Mutant("delayed-margin-direction", "simulations/delayed.py",
-           "s = np.float32(s / np.float32(2.0**margin))",
-           "s = np.float32(s * np.float32(2.0**margin))",
+           "scaled_max = np.float32(fmt_max) * np.float32(2.0 ** -margin)",
+           "scaled_max = np.float32(fmt_max) * np.float32(2.0 ** margin)",
            "TE scale: margin multiplies instead of divides", DELAYED),
     Mutant("delayed-zero-amax-resets", "simulations/delayed.py",
-           "if not (math.isfinite(amax) and amax > 0):\n        return previous",
-           "if not (math.isfinite(amax) and amax > 0):\n        return 1.0",
+           "if scale is None:\n            return self.encode_scale, self.source",
+           "if scale is None:\n            return 1.0, None",
            "a zero / non-finite amax resets the scale to 1 instead of keeping the previous one", DELAYED),
     Mutant("delayed-nan-history-ignored", "simulations/delayed.py",
-           'return float("nan") if np.isnan(vals).any() else float(vals.max())',
-           "return float(np.nanmax(vals))",
-           "a NaN amax in the history is skipped instead of propagating (TE propagates it)", DELAYED),
+           'if np.isnan(vals).any():\n            return float("nan"), None  # torch.max propagates NaN',
+           'if np.isnan(vals).all():\n            return float("nan"), None  # torch.max propagates NaN\n'
+           '        vals = np.where(np.isnan(vals), -np.inf, vals)  # fmaxf: NaN skipped',
+           "a NaN amax in the history is skipped (fmaxf, TE's fused kernel) instead of propagating "
+           "(torch.max, TE's PyTorch reference, which the model follows)", DELAYED),
     # ---- simulations/attention.py, granularity.py ----------------------------------------------------
     Mutant("attention-variance-ddof0", "simulations/attention.py",
            "return np.maximum(self.s2 - self.s1 * self.s1 / self.n, 0.0) / (self.n - 1)",
@@ -370,6 +379,76 @@ _CATALOGUE: tuple[Mutant, ...] = (
            "recompute heatmap: a bitwise-identical cell whose consumer descale was unpaired is drawn "
            "as plain 'bitwise identical'", ("tests/test_app_widgets_sim.py",),
            "recompute_fixed or unpaired or recompute_defect or scale_trace"),
+    # ---- r-recompute: the one delayed-scaling model, shared knobs, recompute as a Simulation, the registry --
+    Mutant("rr-margin-bounds-narrow", "simulations/delayed.py",
+           "MARGIN_BOUNDS = (0, 64)",
+           "MARGIN_BOUNDS = (0, 16)",
+           "the shared margin bounds taken from one simulation's old ones (spike's 0 … 16): recompute's "
+           "--margin 17 … 64 refused", ("tests/test_config_faces.py", "tests/test_hardening.py"),
+           "delayed_model or refuses_unbounded"),
+    Mutant("rr-margin-bounds-negative", "simulations/delayed.py",
+           "MARGIN_BOUNDS = (0, 64)",
+           "MARGIN_BOUNDS = (-64, 64)",
+           "the shared margin bounds taken from the other's old ones (recompute's −64 … 64): a negative "
+           "margin accepted by the spike simulation", ("tests/test_delayed.py",), "bad_input"),
+    Mutant("rr-tiny-amax-scale-inf", "simulations/delayed.py",
+           "if np.isinf(s):  # the amax is so small that F / amax is beyond float32",
+           "if np.isnan(s):  # the amax is so small that F / amax is beyond float32",
+           "F / amax overflowing float32 for a tiny amax left as Inf instead of clamped to float32's max "
+           "(issue 33's surviving mutant)", ("tests/test_delayed.py",), "te_formula or tiny_amax"),
+    Mutant("rr-margin-after-division", "simulations/delayed.py",
+           "s = np.float32(scaled_max / a)",
+           "s = np.float32(np.float32(np.float32(fmt_max) / a) * np.float32(2.0 ** -margin))",
+           "the margin applied after the division (the old spike scaler's order): two roundings where the "
+           "scale is subnormal, an overflow of F / amax that the margin would have brought back",
+           ("tests/test_delayed.py",), "te_formula or tiny_amax"),
+    Mutant("rr-zero-scale-stored", "simulations/delayed.py",
+           "if s == 0:  # rounds to 0: a zero scale would decode every code to Inf or NaN\n        return None",
+           "if s < 0:  # rounds to 0: a zero scale would decode every code to Inf or NaN\n        return None",
+           "a scale that rounds to 0 (huge amax, margin of tens of binades) is stored instead of keeping "
+           "the previous one", ("tests/test_delayed.py",), "te_formula"),
+    Mutant("rr-history-last-maximum", "simulations/delayed.py",
+           "i = int(np.argmax(vals))  # the first maximal entry",
+           "i = len(vals) - 1 - int(np.argmax(vals[::-1]))  # the first maximal entry",
+           "the scale's source named after the newest of equal maxima instead of the first (recompute "
+           "telemetry's scale_source_*)", ("tests/test_delayed.py", "tests/test_recompute.py"),
+           "names_the_entry or shared_state"),
+    Mutant("rr-recompute-state-drops-margin", "simulations/recompute_state.py",
+           "super().__init__(fmt_max, history_len, amax_algo, margin)",
+           "super().__init__(fmt_max, history_len, amax_algo)",
+           "the recompute quantizer's state ignores the run's margin (its own scaler once took it)",
+           ("tests/test_recompute_faces.py", "tests/test_delayed.py"), "wide_format or one_model"),
+    Mutant("rr-bf16-control-casts-run-format", "simulations/recompute_state.py",
+           "return self.fixed_format if self.fixed_format is not None else self.fmt",
+           "return self.fmt",
+           "the bf16-control variant casts to the run's format (and its summary names it) instead of BF16",
+           ("tests/test_recompute.py", "tests/test_recompute_faces.py"), "bf16"),
+    Mutant("rr-alias-sets-nothing", "simulations/_cli.py",
+           "parser.add_argument(alias.option, dest=k.name, type=k.type, default=argparse.SUPPRESS,",
+           "parser.add_argument(alias.option, dest=alias.option[2:].replace('-', '_'), type=k.type, "
+           "default=argparse.SUPPRESS,",
+           "an older option spelling (--history-len, --amax-algo) parsed into a field of its own name: "
+           "accepted, and silently ignored", ("tests/test_recompute_faces.py", "tests/test_config_faces.py"),
+           "older or alias or options_are"),
+    Mutant("rr-registry-forgets-hadamard", "app/sim_faces.py",
+           HADAMARD_ENTRY, "",
+           "a simulation declared in lowprec.simulations (hadamard) left out of the registry of simulations: "
+           "no `lowprec simulate hadamard`, silently", ("tests/test_config_faces.py",), "every_declared"),
+    Mutant("rr-html-without-caption", "app/sim_faces.py",
+           "self.html(result, path, self.caption(result))",
+           'self.html(result, path, "")',
+           "the --html page written without the caption the widget shows", ("tests/test_cli_simulate_hadamard.py",),
+           "json_html_and_summary"),
+    Mutant("rr-thread-run-never-superseded", "app/widgets/_sim_base.py",
+           "if generation != self._generation:\n                    raise work.Superseded()",
+           "if generation > self._generation:\n                    raise work.Superseded()",
+           "a served run kept in the server thread (RecomputeDivergence) is not stopped by a newer request",
+           ("tests/test_recompute_widget.py",), "superseded"),
+    Mutant("rr-spike-summary-fraction", "simulations/spike.py",
+           'return f"{100.0 * float(fraction):.2f} %"',
+           'return f"{float(fraction):.2f} %"',
+           "the spike summary prints the fraction with a % sign (issue 33: a fraction where lessons say a "
+           "percentage)", ("tests/test_cli_simulate_scaling.py",), "percent"),
 )
 
 #: every mutant; those in formats/ run with the numpy codec path (see NUMPY)
