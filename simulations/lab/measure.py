@@ -452,7 +452,7 @@ def file_ranking(per_tensor: Sequence[Sequence[RecipeResult]], recipes: Sequence
                            sum(r.clipped for r in rs) / numel if numel else None,
                            sum(r.zeroed for r in rs) / numel if numel else None, bits,
                            None if rs else "applies to no tensor")
-        complete = len(rs) == n_tensors
+        complete = bool(rs) and len(rs) == n_tensors
         if not rs:
             note = f"applies to no tensor: {_missed(missed)}" if missed else "applies to no tensor"
         elif not complete:

@@ -607,7 +607,7 @@ class NpzRows:
 
     def _read_exactly(self, n: int, into: np.ndarray | None = None) -> None:
         assert self._stream is not None
-        view = memoryview(into.view(np.uint8).reshape(-1)) if into is not None else None
+        view = into.view(np.uint8).reshape(-1).data if into is not None else None
         done = 0
         while done < n:
             step = n - done if view is not None else min(n - done, self._SKIP)

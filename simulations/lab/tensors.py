@@ -8,6 +8,7 @@ within a file (`UniqueNames`), and an error's text never quotes a file's bytes (
 
 from __future__ import annotations
 
+import io
 import math
 import os
 import re
@@ -15,7 +16,7 @@ import stat
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO, Sequence
+from typing import Any, Sequence
 
 import ml_dtypes
 import numpy as np
@@ -130,7 +131,7 @@ def check_regular(path: str) -> os.stat_result:
     return st
 
 
-def open_regular(path: str) -> BinaryIO:
+def open_regular(path: str) -> io.BufferedReader:
     """`path` opened for binary reading, refused (LabReadError) unless it is a regular file. It is
     opened without blocking and checked on the open descriptor, so a FIFO put in its place after a
     check cannot make the open hang."""
@@ -145,7 +146,8 @@ def open_regular(path: str) -> BinaryIO:
             raise LabReadError(f"{path}: not a regular file ({what}); the lab reads regular files only")
         if hasattr(os, "set_blocking"):
             os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
+        fh: io.BufferedReader = os.fdopen(fd, "rb")
+        return fh
     except BaseException:
         os.close(fd)
         raise

@@ -183,8 +183,8 @@ def flatten(obj: Any, path: str, limits: ReadLimits = LIMITS) -> tuple[list[tupl
                                f"{limits.max_name_chars})")
         if isinstance(value, (dict, list, tuple)):
             if id(value) in on_path:
-                raise LabReadError(f"{path}: self-referential structure: {_short(name)!r} holds a container that "
-                                   f"holds it")
+                raise LabReadError(f"{path}: self-referential structure: entry {_short(name)!r} refers back to a "
+                                   f"container that encloses it")
             if len(stack) >= limits.max_depth:
                 raise LabReadError(f"{path}: nested deeper than {limits.max_depth} levels (at {_short(name)!r})")
             stack.append((name, _items(value), id(value)))
