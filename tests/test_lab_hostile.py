@@ -314,10 +314,13 @@ def test_valid_npy_headers_match_numpy(tmp_path: Path, version: tuple[int, int])
 
 def test_errors_never_quote_the_file_bytes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     secret = b"s3cr3t:x:0:0:s3cr3t:/home:/bin/bash\n" * 4
-    for suffix in (".npy", ".npz", ".safetensors", ".pt"):
+    for suffix, expect in ((".npy", "not a .npy array or corrupt"), (".npz", "not a .npz archive or corrupt"),
+                           (".safetensors", "not a safetensors file or corrupt"),
+                           (".pt", "is not a PyTorch checkpoint or is corrupt (neither torch's zip format nor a "
+                                   "pickle)")):
         path = tmp_path / f"passwd{suffix}"
         path.write_bytes(secret)
-        message = refused(path, "")
+        message = refused(path, expect)
         assert "s3cr3t" not in message and "b'" not in message, message
         rc, _, err = cli(capsys, str(path), "--quiet")
         assert rc == 2 and "s3cr3t" not in err and len(err.splitlines()) == 1, err
@@ -522,7 +525,7 @@ def test_a_linked_copy_in_a_folder_counts_once(tmp_path: Path, capsys: pytest.Ca
     good_npy(tmp_path / "a.npy")
     os.symlink("a.npy", tmp_path / "b.npy")
     os.link(tmp_path / "a.npy", tmp_path / "c.npy")
-    inv = scan([str(tmp_path)])
+    inv = scan(str(tmp_path))  # one path given as text, not as a list
     assert inv.files == [str(tmp_path / "a.npy")] and len(inv.tensors) == 1
     assert inv.notes == [f"{tmp_path / n} is the same file as {tmp_path / 'a.npy'} (a link): read once"
                          for n in ("b.npy", "c.npy")]

@@ -187,7 +187,9 @@ def _reason(exc: LabReadError, path: str) -> str:
     return text[len(path) + 2:] if text.startswith(f"{path}: ") else text
 
 
-def _list(paths: Sequence[str], limits: ReadLimits) -> _Listing:
+def _list(paths: Sequence[str] | str, limits: ReadLimits) -> _Listing:
+    if isinstance(paths, (str, os.PathLike)):  # one path, not a sequence of its characters
+        paths = [str(paths)]
     out = _Listing([], [], [])
     seen: dict[tuple[int, int], str] = {}
 
@@ -236,7 +238,7 @@ def _list(paths: Sequence[str], limits: ReadLimits) -> _Listing:
     return out
 
 
-def expand_paths(paths: Sequence[str], limits: ReadLimits = LIMITS) -> list[str]:
+def expand_paths(paths: Sequence[str] | str, limits: ReadLimits = LIMITS) -> list[str]:
     """Files named by `paths` (files, globs, directories, `*.index.json`), each once, in order
     (a glob's and a directory's matches sorted; a file reached twice through a link once).
     LabReadError for a path that names nothing; files of a directory or glob that are not regular
@@ -482,7 +484,7 @@ def _scan_file(path: str, inv: Inventory, limits: ReadLimits) -> None:
         scan_state_dict(path, inv, limits)
 
 
-def scan(paths: Sequence[str], limits: ReadLimits = LIMITS) -> Inventory:
+def scan(paths: Sequence[str] | str, limits: ReadLimits = LIMITS) -> Inventory:
     """Every tensor of the files `paths` names (see `expand_paths`), without reading their data.
     A file from a directory or a glob that cannot be read is listed as skipped (with the reason);
     one named explicitly or by an index raises LabReadError."""

@@ -333,7 +333,7 @@ def _run(tasks: Sequence[TensorTask], executor: Executor | None, progress: Progr
     return out
 
 
-def analyze(paths: Sequence[str] | Inventory, recipes: str | Sequence[str] | Sequence[Recipe] | None = None, *,
+def analyze(paths: Sequence[str] | str | Inventory, recipes: str | Sequence[str] | Sequence[Recipe] | None = None, *,
             executor: Executor | None = None, progress: ProgressFn | None = None,
             chunk_elements: int = CHUNK_ELEMENTS, limits: ReadLimits = LIMITS) -> LabReport:
     """Every float tensor of the files `paths` names (files, globs, directories, a shard index)

@@ -120,6 +120,8 @@ def _load(path: str, limits: ReadLimits | None) -> _Loaded:
         if "Weights only load failed" in text:
             reason = ("holds Python objects other than tensors and plain containers; lowprec loads with "
                       "torch.load(weights_only=True) and never unpickles them")
+        elif "mmap" in text and "zip" in text and not _starts_as_pickle(path):
+            reason = "is not a PyTorch checkpoint or is corrupt (neither torch's zip format nor a pickle)"
         elif "mmap" in text and "zip" in text:
             reason = "is in torch's legacy (non-zip) format, which cannot be memory-mapped; re-save it with torch.save"
         elif isinstance(exc, (RecursionError, MemoryError)):
@@ -132,6 +134,12 @@ def _load(path: str, limits: ReadLimits | None) -> _Loaded:
     _CACHE.clear()
     _CACHE[path] = loaded
     return loaded
+
+
+def _starts_as_pickle(path: str) -> bool:
+    """Whether the file starts with a pickle's PROTO opcode (torch's legacy format is a pickle)."""
+    with open_regular(path) as fh:
+        return fh.read(1) == b"\x80"
 
 
 def load_state_dict(path: str, limits: ReadLimits = LIMITS) -> Any:
