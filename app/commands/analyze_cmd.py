@@ -4,27 +4,41 @@
 PATH is a `.npy`, `.npz`, `.safetensors` or PyTorch (`.pt`, `.pth`, `.bin`, `.ckpt`) file, a glob, a
 directory, or a sharded checkpoint's `*.index.json`. Each float tensor (BF16, FP16, FP32, FP64) is
 measured under each recipe; the others are listed as skipped with the reason. A file that cannot be
-read is one line naming it (exit status 2), before any work starts. `--json` writes strict JSON
-(`lowprec.strictjson`: `{"files", "recipes", "tensors": [{"name", "file", "shape", "dtype", "stats",
-"results": [{"recipe", "rms_rel_err", "sqnr_db", "max_abs_err", "clipped_frac", "zero_frac",
-"bits_per_element"}], "ranking", "pareto"}], "skipped", "ranking"}`), `--csv` one row per tensor ×
-recipe, `--html` a standalone page with the table and the error-against-bits plot (drawn by
-`app.plots.lab`). Tensors run in this process (`--workers 1`), in a local process pool (`--workers
-N`), or on a Dask cluster (`--scheduler ADDRESS`, the `lowprec[cluster]` extra; the workers must
-see the files at the same paths); the report is the same. A progress bar over tensors shows on a
-terminal after a second (not with --quiet).
+read is one line naming it (exit status 2), before any work starts — a file found in a directory or
+by a glob that cannot be read is listed as skipped instead and the others are analysed. Files are
+read within the limits of `simulations.lab.limits` (entries, nesting, header and archive sizes;
+regular files only). `--json` writes strict JSON (`lowprec.strictjson`: `{"files", "recipes",
+"tensors": [{"name", "file", "shape", "dtype", "stats", "results": [{"recipe", "rms_rel_err",
+"sqnr_db", "max_abs_err", "clipped_frac", "zero_frac", "bits_per_element"}], "ranking", "pareto",
+"best", "flags": [{"code", "message"}]}], "skipped", "ranking": [{…, "rank", "tensors", "complete",
+"pareto", "note"}], "best", "notes"}`), `--csv` one row per tensor × recipe, `--html` a standalone
+page with the table and the error-against-bits plot (drawn by `app.plots.lab`). Every output path is
+checked before the work (`simulations._io.check_output_path`). Tensors run in this process
+(`--workers 1`), in a local process pool (`--workers N`, capped at the CPUs this process may use,
+with a note saying so), or on a Dask cluster (`--scheduler ADDRESS`, the `lowprec[cluster]` extra;
+the address is checked first; the workers must see the files at the same paths); the report is the
+same. A progress bar over tensors shows on a terminal after a second (not with --quiet).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import sys
 from typing import Any
 
 from lowprec import strictjson
-from lowprec.simulations._io import write_text
+from lowprec.simulations._io import check_output_path, write_text
 from lowprec.simulations.lab import recipes as lab_recipes
-from lowprec.simulations.lab.runner import CHUNK_ELEMENTS, LabReport, analyze, open_executor
+from lowprec.simulations.lab.runner import (
+    CHUNK_ELEMENTS,
+    LabReport,
+    analyze,
+    available_cpus,
+    check_scheduler_address,
+    open_executor,
+    worker_count,
+)
 
 from .progress import ProgressBar
 
@@ -41,7 +55,7 @@ def register(sub: Any) -> None:
     p.add_argument("--csv", metavar="OUT", help='write one row per tensor × recipe as CSV to OUT ("-": stdout)')
     p.add_argument("--html", metavar="OUT", help="write a standalone HTML page (table and plots; opens offline)")
     p.add_argument("--workers", type=int, default=1, metavar="N",
-                   help="processes to analyse tensors in (1: this process)")
+                   help="processes to analyse tensors in (1: this process; at most one per CPU)")
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="a Dask distributed scheduler (tcp://host:port) to run on instead (lowprec[cluster])")
     p.add_argument("--chunk-elements", type=int, default=CHUNK_ELEMENTS, metavar="N",
@@ -51,11 +65,14 @@ def register(sub: Any) -> None:
 
 
 def _check_output(option: str, path: str | None) -> None:
-    """Refuse an output path whose folder does not exist, before a long run rather than after it."""
+    """Refuse, before a long run rather than after it, an output path that cannot be written: a
+    missing folder (named so), then whatever `check_output_path` refuses (a directory, a folder or
+    file that is not writable, `/proc/…`)."""
     if path and path != strictjson.STDOUT:
         folder = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(folder):
             raise ValueError(f"{option} {path}: the folder {folder} does not exist")
+    check_output_path(path, option)
 
 
 def recipe_lines() -> list[str]:
@@ -82,9 +99,15 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--json and --csv cannot both write to stdout")
     for option in ("json", "csv", "html"):
         _check_output(f"--{option}", getattr(args, option))
+    workers = worker_count(args.workers)
+    if args.scheduler:
+        check_scheduler_address(args.scheduler)
+    elif workers < args.workers and not args.quiet:
+        print(f"lowprec analyze: --workers {args.workers} is capped at {workers}, the CPUs this process may use "
+              f"({available_cpus()})", file=sys.stderr)
     bar = ProgressBar("analyze", quiet=args.quiet)
     try:
-        with open_executor(args.workers, args.scheduler) as executor:
+        with open_executor(workers, args.scheduler) as executor:
             report = analyze(args.paths, recipes, executor=executor, progress=bar,
                              chunk_elements=args.chunk_elements)
     finally:

@@ -5,9 +5,12 @@ random Hadamard transform, INT8 per row, INT4 per group, BF16 / FP16 casts — s
 
 - `readers`: which tensors files hold (skipped entries with reasons, one-line errors for bad files),
   and their rows on demand; `torch_reader` for state dicts (the only module here that imports torch).
+- `limits`: what a file may declare before the readers refuse it (`ReadLimits`, `LIMITS`), declared
+  once; `tensors`: the records and checks the readers share (regular files only, unique names).
 - `recipes`: the recipes as data (`Recipe`, `RECIPES`, `parse_recipes`) and one recipe on a chunk of
   rows, built from `simulations.scaling`, `mx`, `nvfp4`, `hadamard`.
-- `measure`: statistics, error metrics, rankings, and one recipe's histogram and error map.
+- `measure`: statistics, error metrics, rankings, flags (`FLAGS`), and one recipe's histogram and
+  error map.
 - `runner`: two passes over row chunks per tensor, tensors mapped over any Executor, the report.
 - `samples`: generated sample tensors (an LLM-like weight, an activation, a gradient).
 
@@ -16,9 +19,10 @@ Nothing here draws (`lowprec analyze --html` and the RecipeLab widget draw, in `
 
 from __future__ import annotations
 
+from .limits import LIMITS, ReadLimits
 from .readers import LabReadError, Skipped, TensorRef, scan
 from .recipes import DEFAULT_RECIPES, RECIPES, Recipe, get_recipe, parse_recipes
 from .runner import LabReport, TensorReport, analyze, analyze_arrays, open_executor
 
-__all__ = ["DEFAULT_RECIPES", "LabReadError", "LabReport", "RECIPES", "Recipe", "Skipped", "TensorRef",
-           "TensorReport", "analyze", "analyze_arrays", "get_recipe", "open_executor", "parse_recipes", "scan"]
+__all__ = ["DEFAULT_RECIPES", "LIMITS", "LabReadError", "LabReport", "RECIPES", "ReadLimits", "Recipe", "Skipped",
+           "TensorRef", "TensorReport", "analyze", "analyze_arrays", "get_recipe", "open_executor", "parse_recipes", "scan"]

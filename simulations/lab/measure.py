@@ -18,7 +18,11 @@ elements of x (a NaN or Inf input has no error to measure; the stats count them)
 - `bits_per_element` from `Recipe.bits_per_element` (scales included).
 
 Both fractions are over all elements of the tensor. Sums are taken per row and accumulated exactly
-(`ExactSum`), so every figure is the same whatever the chunk size or executor. Statistics (`TensorStats`) over the finite
+(`ExactSum`), so every figure is the same whatever the chunk size or executor. Sums of squares are
+taken of the values divided by a power of two, 2^e with e the exponent of the tensor's amax
+(`scale_log2`, known after the first pass): an exact rescaling, so the figures of an ordinary tensor
+are the same bits as without it, while an FP64 tensor of 1e300 (whose squares overflow float64) or of
+1e-300 (whose squares underflow to 0) still gets its true ratios instead of NaN or a false "exact". Statistics (`TensorStats`) over the finite
 elements: amax, RMS, mean, standard deviation and *excess* kurtosis m4 / m2² − 3 (population moments:
 0 for a normal distribution, 3 for a Laplace, large for heavy tails; None for a constant tensor),
 the share of exact zeros and the count of non-finite values, and the outlier channels: the channels
@@ -30,7 +34,14 @@ Ranking (`rank_results`): by `rms_rel_err` ascending (NaN last), ties by fewer b
 by name; a recipe is on the Pareto front when no other recipe has both fewer-or-equal bits and a
 smaller-or-equal error, one of them strictly. Over a whole file (`file_ranking`) each recipe's errors
 are pooled — ‖x̂ − x‖ / ‖x‖ over every tensor it applied to, as one vector — and bits are averaged
-per element; recipes that did not apply to every tensor rank after those that did.
+per element; recipes that did not apply to every tensor rank after those that did (each such row
+carries a `note` saying which tensors it missed and why it ranks there).
+
+Flags (`Flag`, `tensor_flags`) mark what a number alone would hide: non-finite elements left out,
+a tensor with no finite element at all (no recipe is measured on it), an amax beyond or below the
+FP32 range every recipe's scales and casts live in, and no usable recipe — a recipe is *usable* on
+a tensor when its error is finite and below 1 (`usable_error`; storing zeros gives exactly 1), and
+the best recipe (`best_of`) is the first usable one of the ranking, else none.
 """
 
 from __future__ import annotations
@@ -47,8 +58,9 @@ from lowprec.formats import Format
 from ..metrics import _ratio_metrics, clips, overflow_threshold
 from .recipes import QuantizedChunk, Recipe
 
-__all__ = ["ChunkSignal", "ExactSum", "OUTLIER_FACTOR", "RecipeDetail", "RecipeResult", "RecipeSums", "StatsSums", "TensorStats",
-           "file_ranking", "pareto_front", "rank_results"]
+__all__ = ["ChunkSignal", "ExactSum", "FLAGS", "Flag", "OUTLIER_FACTOR", "RecipeDetail", "RecipeResult", "RecipeSums",
+           "StatsSums", "TensorStats", "best_of", "file_ranking", "pareto_front", "rank_results", "scale_log2",
+           "tensor_flags", "usable_error"]
 
 OUTLIER_FACTOR = 6.0
 #: histogram bins per binade, and the log2 range they cover (magnitudes outside go to the end bins)
@@ -107,6 +119,25 @@ def _finite_mask(x: np.ndarray) -> np.ndarray | None:
     return None if fin.all() else fin
 
 
+def scale_log2(amax: float) -> int:
+    """e with amax = m · 2^e, 0.5 ≤ m < 1 (0 for a zero or non-finite amax): values divided by 2^e
+    are at most 1, so their squares neither overflow nor (for any FP32 tensor) underflow."""
+    if not math.isfinite(amax) or amax <= 0:
+        return 0
+    return math.frexp(amax)[1]
+
+
+def _descale(x: np.ndarray, e: int) -> np.ndarray:
+    """x / 2^e, exactly (a new array)."""
+    return np.ldexp(x, -e) if e else np.array(x, dtype=np.float64, copy=True)
+
+
+def _rescale(value: float, e2: int) -> float:
+    """value · 2^e2 as a float (±inf where it overflows)."""
+    with np.errstate(over="ignore"):
+        return float(np.ldexp(value, e2))
+
+
 # ------------------------------------------------------------------------------------------------
 # the tensor's own statistics
 # ------------------------------------------------------------------------------------------------
@@ -131,8 +162,8 @@ class TensorStats:
 
 @dataclass
 class StatsSums:
-    """Pass 1 (`add_first`): counts, sums, amax, per-channel Σx²; pass 2 (`add_second`): central
-    moments about the pass-1 mean."""
+    """Pass 1 (`add_first`): counts, Σx and amax; pass 2 (`add_second`): Σx², per-channel Σx² and
+    the central moments about the pass-1 mean, each of the values divided by 2^scale_log2(amax)."""
 
     cols: int
     has_channels: bool
@@ -154,24 +185,35 @@ class StatsSums:
         self.numel += x.size
         self.finite += x.size if fin is None else int(fin.sum())
         self.zeros += int(np.count_nonzero(x == 0))
-        self.total.add(x64.sum(axis=1))
-        sq = x64 * x64
-        self.sumsq.add(sq.sum(axis=1))
+        with np.errstate(over="ignore"):
+            self.total.add(x64.sum(axis=1))
         if x.size:
             self.amax = max(self.amax, float(np.abs(xf).max()))
-        if self.has_channels:
-            cs = sq.sum(axis=0)
-            cc = (np.full(x.shape[1], x.shape[0], np.int64) if fin is None else fin.sum(axis=0))
-            self.col_sumsq = cs if self.col_sumsq is None else self.col_sumsq + cs
-            self.col_count = cc if self.col_count is None else self.col_count + cc
 
     @property
     def mean(self) -> float:
         return self.total.value / self.finite if self.finite else 0.0
 
+    @property
+    def scale_log2(self) -> int:
+        """The exponent the second pass divides by (`scale_log2` of the finite amax)."""
+        return scale_log2(self.amax)
+
     def add_second(self, x: np.ndarray) -> None:
         fin = _finite_mask(x)
-        d = x.astype(np.float64) - self.mean
+        e = self.scale_log2
+        xs = _descale(x.astype(np.float64), e)
+        if fin is not None:
+            xs = np.where(fin, xs, 0.0)
+        sq = xs * xs
+        self.sumsq.add(sq.sum(axis=1))
+        if self.has_channels:
+            cs = sq.sum(axis=0)
+            cc = (np.full(x.shape[1], x.shape[0], np.int64) if fin is None else fin.sum(axis=0))
+            self.col_sumsq = cs if self.col_sumsq is None else self.col_sumsq + cs
+            self.col_count = cc if self.col_count is None else self.col_count + cc
+        with np.errstate(over="ignore", invalid="ignore"):
+            d = _descale(x.astype(np.float64) - self.mean, e)
         if fin is not None:
             d = np.where(fin, d, 0.0)
         d2 = d * d
@@ -180,7 +222,8 @@ class StatsSums:
 
     def result(self) -> TensorStats:
         n = self.finite
-        m2 = self.m2.value / n if n else 0.0
+        e = self.scale_log2
+        m2 = self.m2.value / n if n else 0.0  # of the descaled values
         kurt = (self.m4.value / n) / (m2 * m2) - 3.0 if n and m2 > 0 else None
         channels = outliers = None
         if self.has_channels and self.col_sumsq is not None and self.col_count is not None:
@@ -189,10 +232,13 @@ class StatsSums:
             median = float(np.median(rms_c))
             channels = int(self.cols)
             outliers = int(np.count_nonzero((rms_c > OUTLIER_FACTOR * median) & (rms_c > 0)))
+        elif self.has_channels:
+            channels, outliers = int(self.cols), 0
         return TensorStats(
-            numel=self.numel, amax=self.amax, rms=math.sqrt(self.sumsq.value / n) if n else 0.0, mean=self.mean,
-            std=math.sqrt(m2), kurtosis=kurt, zero_frac=self.zeros / self.numel if self.numel else 0.0,
-            nonfinite=self.numel - self.finite, channels=channels, outlier_channels=outliers)
+            numel=self.numel, amax=self.amax, rms=_rescale(math.sqrt(self.sumsq.value / n), e) if n else 0.0,
+            mean=self.mean, std=_rescale(math.sqrt(m2), e), kurtosis=kurt,
+            zero_frac=self.zeros / self.numel if self.numel else 0.0, nonfinite=self.numel - self.finite,
+            channels=channels, outlier_channels=outliers)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -212,12 +258,16 @@ class RecipeResult:
     zero_frac: float | None
     bits_per_element: float | None
     skipped: str | None = None
-    # pooled over a file by `file_ranking`; not written
+    # pooled over a file by `file_ranking`; not written. signal = Σx², error = Σ(x̂ − x)² (±inf
+    # where they overflow float64); the same sums of the values divided by 2^scale_log2, exact
     signal: float = 0.0
     error: float = 0.0
     clipped: int = 0
     zeroed: int = 0
     numel: int = 0
+    signal_scaled: float = 0.0
+    error_scaled: float = 0.0
+    scale_log2: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"recipe": self.recipe, "rms_rel_err": self.rms_rel_err, "sqnr_db": self.sqnr_db,
@@ -240,7 +290,8 @@ def ratio_metrics(signal: float, error: float) -> tuple[float, float]:
 
 @dataclass
 class RecipeSums:
-    """Σx², Σ(x̂ − x)², max |x̂ − x|, clipped and flushed counts of one recipe, chunk by chunk."""
+    """Σx², Σ(x̂ − x)² (of the values divided by 2^scale_log2), max |x̂ − x|, clipped and flushed
+    counts of one recipe, chunk by chunk."""
 
     recipe: Recipe
     signal: ExactSum = field(default_factory=ExactSum)
@@ -249,19 +300,24 @@ class RecipeSums:
     clipped: int = 0
     zeroed: int = 0
     numel: int = 0
+    scale_log2: int = 0  # the exponent the sums' values are divided by (the tensor's, `scale_log2`)
 
     def add(self, x: np.ndarray, q: QuantizedChunk, chunk: "ChunkSignal | None" = None) -> None:
-        """Rows `x` and the recipe's result on them; `chunk` is `ChunkSignal(x)`, shared by every
-        recipe of the chunk (made here when not given)."""
-        c = ChunkSignal(x) if chunk is None else chunk
+        """Rows `x` and the recipe's result on them; `chunk` is `ChunkSignal(x, scale_log2)`, shared
+        by every recipe of the chunk (made here when not given)."""
+        c = ChunkSignal(x, self.scale_log2) if chunk is None else chunk
+        if c.scale_log2 != self.scale_log2:
+            raise ValueError(f"the chunk is scaled by 2^{c.scale_log2}, the sums by 2^{self.scale_log2}")
         with np.errstate(invalid="ignore", over="ignore"):
             d = q.x_hat - c.x64
             if c.finite is not None:
                 d = np.where(c.finite, d, 0.0)
             self.signal.add(c.row_sumsq)
-            self.error.add((d * d).sum(axis=1))
             if d.size:
                 self.max_abs = _nanmax(self.max_abs, float(np.abs(d).max()))
+            if self.scale_log2:
+                d = np.ldexp(d, -self.scale_log2, out=d)
+            self.error.add((d * d).sum(axis=1))
         self.numel += x.size
         self.clipped += int(np.count_nonzero(clipped_mask(q, self.recipe.fmt)))
         cin = q.cast_in
@@ -271,9 +327,10 @@ class RecipeSums:
         signal, error = self.signal.value, self.error.value
         rel, sq = ratio_metrics(signal, error)
         n = self.numel
+        e2 = 2 * self.scale_log2
         return RecipeResult(self.recipe.name, rel, sq, self.max_abs, self.clipped / n if n else 0.0,
-                            self.zeroed / n if n else 0.0, bits, None, signal, error, self.clipped,
-                            self.zeroed, n)
+                            self.zeroed / n if n else 0.0, bits, None, _rescale(signal, e2), _rescale(error, e2),
+                            self.clipped, self.zeroed, n, signal, error, self.scale_log2)
 
 
 def scaled_magnitudes(q: QuantizedChunk) -> np.ndarray:
@@ -297,13 +354,16 @@ def clipped_mask(q: QuantizedChunk, fmt: Format) -> np.ndarray:
 
 class ChunkSignal:
     """What every recipe's sums need from one chunk of rows: the rows as float64, the finite mask
-    (None when all are finite) and each row's Σx² over its finite elements."""
+    (None when all are finite) and each row's Σ(x / 2^scale_log2)² over its finite elements."""
 
-    def __init__(self, x: np.ndarray) -> None:
+    def __init__(self, x: np.ndarray, scale_log2: int = 0) -> None:
         self.finite = _finite_mask(x)
+        self.scale_log2 = scale_log2
         x64 = x.astype(np.float64)
         self.x64 = x64
         masked = x64 if self.finite is None else np.where(self.finite, x64, 0.0)
+        if scale_log2:
+            masked = np.ldexp(masked, -scale_log2)
         with np.errstate(over="ignore"):
             self.row_sumsq = (masked * masked).sum(axis=1)
 
@@ -342,16 +402,48 @@ def pareto_front(results: Sequence[RecipeResult]) -> list[str]:
     return [n for n in order if n in front]
 
 
-def file_ranking(per_tensor: Sequence[Sequence[RecipeResult]], recipes: Sequence[str]) -> list[dict[str, Any]]:
-    """One row per recipe with its errors pooled over the tensors it applied to, best first."""
+def usable_error(e: float | None) -> bool:
+    """Whether an RMS relative error says the recipe kept something of the tensor: finite and below
+    1 (storing zeros gives exactly 1; NaN and +inf say nothing was measured or everything lost)."""
+    return e is not None and math.isfinite(e) and e < 1.0
+
+
+def best_of(results: Sequence[RecipeResult]) -> str | None:
+    """The best usable recipe of one tensor (first of `rank_results` with a usable error), or None."""
+    by_name = {r.recipe: r for r in results}
+    return next((n for n in rank_results(results) if usable_error(by_name[n].rms_rel_err)), None)
+
+
+def _pooled(rs: Sequence[RecipeResult]) -> tuple[float, float]:
+    """(Σx², Σ(x̂ − x)²) over several tensors, each tensor's scaled sums brought to the largest
+    exponent among them (exact unless a term is negligible), so huge and tiny tensors pool without
+    overflow; the ratio is that of the plain sums."""
+    top = max(r.scale_log2 for r in rs)
+    signal = math.fsum(_rescale(r.signal_scaled, 2 * (r.scale_log2 - top)) for r in rs)
+    error = math.fsum(_rescale(r.error_scaled, 2 * (r.scale_log2 - top)) for r in rs)
+    return signal, error
+
+
+def _missed(missed: Sequence[tuple[str, str]], shown: int = 3) -> str:
+    parts = [f"{name} ({why})" if name else why for name, why in missed[:shown]]
+    more = f" and {len(missed) - shown} more" if len(missed) > shown else ""
+    return "; ".join(parts) + more
+
+
+def file_ranking(per_tensor: Sequence[Sequence[RecipeResult]], recipes: Sequence[str],
+                 names: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """One row per recipe with its errors pooled over the tensors it applied to, best first, each
+    with a `note` on its place (which tensors a partial recipe missed and why; a NaN error);
+    `names` are the tensors' names for the notes."""
     n_tensors = len(per_tensor)
-    pooled: list[tuple[bool, RecipeResult, int]] = []
+    labels = list(names) if names is not None else [f"tensor {i + 1}" for i in range(n_tensors)]
+    pooled: list[tuple[bool, RecipeResult, int, str]] = []
     for name in recipes:
-        rs = [r for results in per_tensor for r in results if r.recipe == name and r.skipped is None]
-        signal = math.fsum(r.signal for r in rs)
-        error = math.fsum(r.error for r in rs)
+        pairs = [(label, r) for label, results in zip(labels, per_tensor) for r in results if r.recipe == name]
+        rs = [r for _, r in pairs if r.skipped is None]
+        missed = [(label, r.skipped) for label, r in pairs if r.skipped is not None]
         numel = sum(r.numel for r in rs)
-        rel, sq = ratio_metrics(signal, error) if rs else (float("nan"), float("nan"))
+        rel, sq = ratio_metrics(*_pooled(rs)) if rs else (float("nan"), float("nan"))
         max_abs = 0.0
         for r in rs:
             max_abs = _nanmax(max_abs, float(r.max_abs_err if r.max_abs_err is not None else 0.0))
@@ -360,14 +452,78 @@ def file_ranking(per_tensor: Sequence[Sequence[RecipeResult]], recipes: Sequence
                            sum(r.clipped for r in rs) / numel if numel else None,
                            sum(r.zeroed for r in rs) / numel if numel else None, bits,
                            None if rs else "applies to no tensor")
-        pooled.append((len(rs) == n_tensors, row, len(rs)))
+        complete = bool(rs) and len(rs) == n_tensors
+        if not rs:
+            note = f"applies to no tensor: {_missed(missed)}" if missed else "applies to no tensor"
+        elif not complete:
+            note = (f"applies to {len(rs)} of {n_tensors} tensors, so it ranks after every recipe that applies to "
+                    f"all of them (an error pooled over fewer tensors is not comparable); not to {_missed(missed)}")
+        elif math.isnan(rel):
+            note = "its pooled error is NaN (a NaN or infinite scale on some tensor): ranked after every number"
+        else:
+            note = ""
+        pooled.append((complete, row, len(rs), note))
     pooled.sort(key=lambda t: (not t[0], t[1].skipped is not None, _key(t[1])))
-    front = set(pareto_front([row for complete, row, _ in pooled if complete]))
+    front = set(pareto_front([row for complete, row, _, _ in pooled if complete]))
     out = []
-    for rank, (complete, row, count) in enumerate(pooled, start=1):
+    for rank, (complete, row, count, note) in enumerate(pooled, start=1):
         d = row.to_dict()
-        d.update({"rank": rank, "tensors": count, "complete": complete, "pareto": row.recipe in front})
+        d.update({"rank": rank, "tensors": count, "complete": complete, "pareto": row.recipe in front, "note": note})
         out.append(d)
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# flags: what a number alone would hide
+# ------------------------------------------------------------------------------------------------
+
+_F32 = np.finfo(np.float32)
+
+#: every flag a tensor can carry: code → what it means (a legend for pages and reports)
+FLAGS: dict[str, str] = {
+    "nonfinite": "some elements are NaN or ±Inf; they are left out of every figure",
+    "no_finite": "every element is NaN or ±Inf; there is no error to measure, so no recipe is measured",
+    "beyond_fp32": "the amax is beyond the FP32 range that every recipe's casts and scales live in",
+    "below_fp32": "the amax is below the smallest FP32 subnormal: every recipe flushes the tensor to zero",
+    "no_usable_recipe": "no recipe has a finite error below 1 (storing zeros gives 1): none is named best",
+}
+
+
+@dataclass(frozen=True)
+class Flag:
+    """Something about a tensor that its numbers alone would hide: a FLAGS code and the sentence
+    for this tensor."""
+
+    code: str
+    message: str
+
+    def __post_init__(self) -> None:
+        if self.code not in FLAGS:
+            raise ValueError(f"unknown flag {self.code!r}; flags: {', '.join(FLAGS)}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "message": self.message}
+
+
+def tensor_flags(stats: TensorStats, results: Sequence[RecipeResult]) -> list[Flag]:
+    """The flags of one analysed tensor (see FLAGS)."""
+    out: list[Flag] = []
+    if stats.numel and stats.nonfinite == stats.numel:
+        return [Flag("no_finite", f"every one of its {stats.numel} elements is NaN or ±Inf: there is no error "
+                                  "to measure, so no recipe is measured")]
+    if stats.nonfinite:
+        out.append(Flag("nonfinite", f"{stats.nonfinite} of its {stats.numel} elements are NaN or ±Inf; they are "
+                                     "left out of every figure"))
+    if stats.amax > float(_F32.max):
+        out.append(Flag("beyond_fp32", f"its amax {stats.amax:.4g} is beyond FP32's largest value "
+                                       f"{float(_F32.max):.4g}: every recipe's casts and scales overflow"))
+    elif 0 < stats.amax < float(_F32.smallest_subnormal):
+        out.append(Flag("below_fp32", f"its amax {stats.amax:.4g} is below FP32's smallest subnormal "
+                                      f"{float(_F32.smallest_subnormal):.4g}: every recipe flushes it to zero"))
+    applied = [r for r in results if r.skipped is None]
+    if applied and best_of(results) is None:
+        out.append(Flag("no_usable_recipe", "no recipe has a finite error below 1 on it (storing zeros gives 1): "
+                                            "none is named best"))
     return out
 
 
@@ -436,12 +592,16 @@ class RecipeDetail:
 
 @dataclass
 class DetailSums:
-    """Histogram counts and per-tile squared sums of one recipe, chunk by chunk."""
+    """Histogram counts and per-tile squared sums of one recipe, chunk by chunk (of the values
+    divided by 2^scale_log2, as `RecipeSums`). With `line`, the tensor is one row (a 1-D tensor
+    read in segments) and each chunk's elements follow each other along it."""
 
     recipe: Recipe
     rows: int
     cols: int
     tile: tuple[int, int]
+    scale_log2: int = 0
+    line: bool = False
     counts_input: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     counts_scaled: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     zeros: int = 0
@@ -458,7 +618,8 @@ class DetailSums:
         self.tile_error = np.zeros(shape)
 
     def add(self, lo: int, x: np.ndarray, q: QuantizedChunk) -> None:
-        """Rows lo.. of the tensor (a chunk starting on a tile boundary)."""
+        """Rows lo.. of the tensor (a chunk starting on a tile boundary); with `line`, its elements
+        lo.. (anywhere along the row)."""
         self.counts_input += _log2_bins(np.abs(x.astype(np.float64)))
         self.counts_scaled += _log2_bins(scaled_magnitudes(q))
         self.zeros += int(np.count_nonzero(x == 0))
@@ -466,6 +627,11 @@ class DetailSums:
         x64 = x.astype(np.float64)
         with np.errstate(invalid="ignore", over="ignore"):
             d = q.x_hat - x64
+        if self.scale_log2:
+            x64, d = np.ldexp(x64, -self.scale_log2), np.ldexp(d, -self.scale_log2)
+        if self.line:
+            self._add_line(lo, x64.reshape(-1), d.reshape(-1))
+            return
         col_starts = np.arange(0, self.cols, tw)
         row_starts = np.arange(0, x.shape[0], th)
         sig = np.add.reduceat(np.add.reduceat(x64 * x64, col_starts, axis=1), row_starts, axis=0)
@@ -473,6 +639,17 @@ class DetailSums:
         r0 = lo // th
         self.tile_signal[r0:r0 + sig.shape[0]] += sig
         self.tile_error[r0:r0 + err.shape[0]] += err
+
+    def _add_line(self, first: int, x64: np.ndarray, d: np.ndarray) -> None:
+        """Elements first.. of the one row: each run of them inside one tile is summed into it."""
+        tw = self.tile[1]
+        to_next = (-first) % tw  # elements before the next tile boundary
+        starts = np.unique(np.concatenate([[0], np.arange(to_next, x64.size, tw)])).astype(np.int64)
+        starts = starts[starts < x64.size]
+        cells = (first + starts) // tw
+        with np.errstate(over="ignore", invalid="ignore"):
+            np.add.at(self.tile_signal[0], cells, np.add.reduceat(x64 * x64, starts))
+            np.add.at(self.tile_error[0], cells, np.add.reduceat(d * d, starts))
 
     def result(self) -> RecipeDetail:
         fmt = self.recipe.fmt

@@ -7,8 +7,18 @@ measures the statistics' sums and the whole-tensor amaxes some recipes need (`re
 the second quantizes each chunk with every applicable recipe and accumulates the error sums
 (`measure`). Memory therefore stays at about one chunk's working set (≈ 100 bytes per element of a
 chunk at the peak, for the float64 temporaries of one recipe) plus what the reader maps: rows read
-from `.npy` / `.safetensors` files are copied chunk by chunk, a `.npz` member is loaded whole, a
-state dict's storage is memory-mapped. A 1-D tensor is one row, so it is one chunk.
+from `.npy` / `.safetensors` files are copied chunk by chunk, a `.npz` member is streamed from the
+archive, a state dict's storage is memory-mapped. A 1-D tensor longer than `limits.LINE_SEGMENT`
+elements is read in segments of that many elements (a multiple of every block width), so it is
+chunked like a matrix too: its per-row recipes, whose one row is the whole tensor, take the
+whole-tensor amax of the first pass (the same codes as one scale per row). A matrix whose single row
+is longer than a chunk is one row per chunk. A chunk the machine has no memory for is a one-line
+error naming the tensor and the option that lowers it.
+
+Each `TensorReport` carries its flags (`measure.Flag`: non-finite elements, no finite element — then
+no recipe is measured on it —, an amax out of FP32's range, no usable recipe) and its best recipe
+(`measure.best_of`: the first usable one, else none); the report's ranking over all files leaves
+out the tensors with no finite element and explains each partial recipe's place.
 
 Tensors are independent, so `analyze` maps `analyze_task` over them with the executor it is given:
 None runs them one after the other in this process; a `ProcessPoolExecutor` (`lowprec analyze
@@ -23,32 +33,42 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import dataclasses
 import io
 import math
+import os
+import re
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
+from ..granularity import parse_granularity
+from .limits import LIMITS, LINE_SEGMENT, ReadLimits
 from .measure import (
     ChunkSignal,
     DetailSums,
+    Flag,
     RecipeDetail,
     RecipeResult,
     RecipeSums,
     StatsSums,
     TensorStats,
+    best_of,
     file_ranking,
     map_tile,
     pareto_front,
     rank_results,
+    tensor_flags,
+    usable_error,
 )
-from .readers import Inventory, RowSource, Skipped, TensorRef, array_source, iter_chunks, open_rows, scan
-from .recipes import GlobalAmax, Recipe, parse_recipes, quantize_chunk
+from .readers import Inventory, LabReadError, RowSource, Skipped, TensorRef, array_source, iter_chunks, open_rows, scan
+from .recipes import Family, GlobalAmax, Recipe, parse_recipes, quantize_chunk
 
 __all__ = ["CHUNK_ELEMENTS", "LabReport", "TensorReport", "TensorTask", "analyze", "analyze_arrays",
-           "analyze_rows", "analyze_task", "open_executor", "rows_per_chunk"]
+           "analyze_rows", "analyze_task", "available_cpus", "check_scheduler_address", "open_executor",
+           "rows_per_chunk", "worker_count"]
 
 CHUNK_ELEMENTS = 1 << 20  # elements per chunk (rounded to whole rows)
 
@@ -68,6 +88,17 @@ class TensorReport:
     ranking: list[str]  # applicable recipes, best first
     pareto: list[str]  # the recipes on the error/bits Pareto front, in rank order
     detail: RecipeDetail | None = None  # one recipe's drawing data, when asked (the widget)
+    flags: list[Flag] = field(default_factory=list)  # what the numbers alone would hide (`measure.FLAGS`)
+
+    @property
+    def best(self) -> str | None:
+        """The first usable recipe of the ranking (`measure.best_of`), None when none is usable."""
+        return best_of(self.results)
+
+    @property
+    def measured(self) -> bool:
+        """Whether the tensor had a finite element, so its recipes were measured."""
+        return not any(f.code == "no_finite" for f in self.flags)
 
     def result(self, recipe: str) -> RecipeResult:
         for r in self.results:
@@ -78,7 +109,8 @@ class TensorReport:
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "file": self.file, "shape": list(self.shape), "dtype": self.dtype,
                 "stats": self.stats.to_dict(), "results": [r.to_dict() for r in self.results],
-                "ranking": self.ranking, "pareto": self.pareto}
+                "ranking": self.ranking, "pareto": self.pareto, "best": self.best,
+                "flags": [f.to_dict() for f in self.flags]}
 
 
 @dataclass(frozen=True)
@@ -98,9 +130,42 @@ def rows_per_chunk(cols: int, recipes: Sequence[Recipe], chunk_elements: int, ti
     return max(m, (max(1, chunk_elements) // max(1, cols)) // m * m)
 
 
+def _line_recipe(recipe: Recipe) -> Recipe:
+    """The recipe as it runs on the segments of a 1-D tensor: a per-row scale, whose one row is the
+    whole tensor, becomes the per-tensor scale (the same amax, so the same scale and codes)."""
+    if recipe.family is Family.SCALED and parse_granularity(recipe.granularity).kind == "row":
+        return dataclasses.replace(recipe, granularity="tensor")
+    return recipe
+
+
+def _chunks(source: RowSource, line: bool, step: int) -> Iterator[tuple[int, np.ndarray]]:
+    """(first row, or first element with `line`, rows) of each chunk, in order: rows of `step` rows,
+    or `step` segments of LINE_SEGMENT elements of a one-row source and then its shorter tail."""
+    if not line:
+        for lo, hi in iter_chunks(source.rows, step):
+            yield lo, source.read(lo, hi)
+        return
+    n = source.cols
+    full = n // LINE_SEGMENT
+    for lo, hi in iter_chunks(full, step):
+        yield lo * LINE_SEGMENT, source.read_span(lo * LINE_SEGMENT, hi * LINE_SEGMENT).reshape(hi - lo, LINE_SEGMENT)
+    if n % LINE_SEGMENT:
+        yield full * LINE_SEGMENT, source.read_span(full * LINE_SEGMENT, n)
+
+
 def analyze_rows(ref: TensorRef, source: RowSource, recipes: Sequence[Recipe],
                  chunk_elements: int = CHUNK_ELEMENTS, detail: str | None = None) -> TensorReport:
     """Statistics and every recipe's result for one tensor (see the module docstring)."""
+    try:
+        return _analyze_rows(ref, source, recipes, chunk_elements, detail)
+    except MemoryError:
+        where = f"{ref.path}: tensor {ref.name!r}" if ref.path and ref.name else (ref.path or f"tensor {ref.label!r}")
+        raise LabReadError(f"{where} ({'×'.join(str(s) for s in ref.shape) or 'scalar'}): out of memory for chunks "
+                           f"of {chunk_elements} elements; lower --chunk-elements (chunk_elements)") from None
+
+
+def _analyze_rows(ref: TensorRef, source: RowSource, recipes: Sequence[Recipe], chunk_elements: int,
+                  detail: str | None) -> TensorReport:
     rows, cols = source.rows, source.cols
     reasons = {r.name: r.check(ref.shape) for r in recipes}
     active = [r for r in recipes if reasons[r.name] is None]
@@ -109,34 +174,43 @@ def analyze_rows(ref: TensorRef, source: RowSource, recipes: Sequence[Recipe],
         known = {r.name for r in recipes}
         why = reasons.get(detail) if detail in known else "it is not among the recipes run"
         raise ValueError(f"recipe {detail!r} cannot be drawn for tensor {ref.label!r}: {why}")
+    line = len(ref.shape) <= 1 and rows == 1 and cols > LINE_SEGMENT
+    run = {r.name: _line_recipe(r) if line else r for r in active}  # what quantizes each chunk
     tile = map_tile(detail_recipe, rows, cols) if detail_recipe is not None else (1, 1)
-    step = rows_per_chunk(cols, active, chunk_elements, tile[0])
+    step = (max(1, chunk_elements // LINE_SEGMENT) if line
+            else rows_per_chunk(cols, active, chunk_elements, tile[0]))
     stats = StatsSums(cols=cols, has_channels=len(ref.shape) >= 2)
     amax = GlobalAmax()
-    for lo, hi in iter_chunks(rows, step):
-        x = source.read(lo, hi)
-        stats.add_first(x)
-        for r in active:
-            amax.add(r, x)
-    sums = {r.name: RecipeSums(r) for r in active}
-    dsums = DetailSums(detail_recipe, rows, cols, tile) if detail_recipe is not None else None
-    for lo, hi in iter_chunks(rows, step):
-        x = source.read(lo, hi)
-        stats.add_second(x)
-        chunk = ChunkSignal(x)
-        for r in active:
-            q = quantize_chunk(r, x, amax)
-            sums[r.name].add(x, q, chunk)
-            if dsums is not None and r is detail_recipe:
-                dsums.add(lo, x, q)
-            del q
+    with np.errstate(all="ignore"):  # NaN, Inf and huge inputs are measured, not warned about
+        for _, x in _chunks(source, line, step):
+            stats.add_first(x)
+            for r in active:
+                amax.add(run[r.name], x)
+        e = stats.scale_log2
+        sums = {r.name: RecipeSums(r, scale_log2=e) for r in active}
+        dsums = (DetailSums(detail_recipe, rows, cols, tile, scale_log2=e, line=line)
+                 if detail_recipe is not None else None)
+        for lo, x in _chunks(source, line, step):
+            stats.add_second(x)
+            chunk = ChunkSignal(x, e)
+            for r in active:
+                q = quantize_chunk(run[r.name], x, amax)
+                sums[r.name].add(x, q, chunk)
+                if dsums is not None and r is detail_recipe:
+                    dsums.add(lo, x, q)
+                del q
+    tstats = stats.result()
+    no_finite = tstats.numel > 0 and tstats.nonfinite == tstats.numel
     results = []
     for r in recipes:
         reason = reasons[r.name]
+        if reason is None and no_finite:
+            reason = "every element is NaN or ±Inf: there is no error to measure"
         results.append(RecipeResult.not_applicable(r.name, reason) if reason is not None
                        else sums[r.name].result(r.bits_per_element(ref.shape)))
-    return TensorReport(ref.label, ref.path, ref.shape, ref.dtype, stats.result(), results, rank_results(results),
-                        pareto_front(results), dsums.result() if dsums is not None else None)
+    return TensorReport(ref.label, ref.path, ref.shape, ref.dtype, tstats, results, rank_results(results),
+                        pareto_front(results), dsums.result() if dsums is not None else None,
+                        tensor_flags(tstats, results))
 
 
 def analyze_task(task: TensorTask) -> TensorReport:
@@ -157,11 +231,22 @@ class LabReport:
     recipes: tuple[Recipe, ...]
     tensors: list[TensorReport]
     skipped: list[Skipped] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what the readers decided (a renamed entry, a file read once)
 
     @property
     def ranking(self) -> list[dict[str, Any]]:
-        """The recipes over the whole file(s), best first (`measure.file_ranking`)."""
-        return file_ranking([t.results for t in self.tensors], [r.name for r in self.recipes])
+        """The recipes over the whole file(s), best first (`measure.file_ranking`), over the tensors
+        that were measured (those with a finite element)."""
+        measured = [t for t in self.tensors if t.measured]
+        return file_ranking([t.results for t in measured], [r.name for r in self.recipes],
+                            [t.name for t in measured])
+
+    @property
+    def best(self) -> str | None:
+        """The best recipe over every measured tensor: the first row of the ranking that applies to
+        all of them with a usable error (`measure.usable_error`); None when there is none."""
+        return next((row["recipe"] for row in self.ranking if row["complete"] and usable_error(row["rms_rel_err"])),
+                    None)
 
     def tensor(self, name: str) -> TensorReport:
         for t in self.tensors:
@@ -172,41 +257,54 @@ class LabReport:
     def to_dict(self) -> dict[str, Any]:
         return {"files": self.files, "recipes": [r.to_dict() for r in self.recipes],
                 "tensors": [t.to_dict() for t in self.tensors], "skipped": [s.to_dict() for s in self.skipped],
-                "ranking": self.ranking}
+                "ranking": self.ranking, "best": self.best, "notes": self.notes}
 
     def to_csv(self) -> str:
         """One row per tensor × recipe (non-finite numbers spelled nan / inf / -inf, absent ones empty)."""
         buf = io.StringIO()
         w = csv.writer(buf, lineterminator="\n")
         cols = ["rms_rel_err", "sqnr_db", "max_abs_err", "clipped_frac", "zero_frac", "bits_per_element"]
-        w.writerow(["file", "tensor", "shape", "dtype", "recipe", "rank", *cols, "skipped"])
+        w.writerow(["file", "tensor", "shape", "dtype", "recipe", "rank", *cols, "skipped", "flags"])
         for t in self.tensors:
             ranks = {name: i + 1 for i, name in enumerate(t.ranking)}
+            flags = ";".join(f.code for f in t.flags)
             for r in t.results:
                 values = [_csv_number(getattr(r, c)) for c in cols]
                 w.writerow([t.file, t.name, "x".join(str(s) for s in t.shape), t.dtype, r.recipe,
-                            ranks.get(r.recipe, ""), *values, r.skipped or ""])
+                            ranks.get(r.recipe, ""), *values, r.skipped or "", flags])
         return buf.getvalue()
 
     def summary_lines(self) -> list[str]:
         lines = [f"{len(self.files)} file(s): {len(self.tensors)} tensor(s) analysed, {len(self.skipped)} skipped, "
                  f"{len(self.recipes)} recipe(s)"]
+        lines += [f"  note: {n}" for n in self.notes]
         for s in self.skipped:
             lines.append(f"  skipped {s.name or s.path}: {s.reason}")
-        if self.tensors:
+        measured = [t for t in self.tensors if t.measured]
+        if measured:
             lines.append("ranking over every tensor (pooled RMS relative error ‖x̂ − x‖ / ‖x‖):")
-            for row in self.ranking:
+            rows = self.ranking
+            for row in rows:
                 if row["rms_rel_err"] is None:
-                    lines.append(f"  {row['rank']:>2}. {row['recipe']:<22} applies to no tensor")
+                    lines.append(f"  {row['rank']:>2}. {row['recipe']:<22} {row['note']}")
                     continue
-                note = "" if row["complete"] else f"  (applies to {row['tensors']} of {len(self.tensors)} tensors)"
+                note = "" if row["complete"] else f"  (applies to {row['tensors']} of {len(measured)} tensors)"
                 front = " *" if row["pareto"] else ""
                 lines.append(f"  {row['rank']:>2}. {row['recipe']:<22} {row['rms_rel_err']:.3e}  SQNR "
                              f"{row['sqnr_db']:6.2f} dB  {row['bits_per_element']:.4g} bits{front}{note}")
-            lines.append("  (* on the Pareto front: no recipe has both fewer bits and a smaller error)")
+                if not row["complete"] or math.isnan(row["rms_rel_err"]):
+                    lines.append(f"      {row['note']}")
+            if any(row["pareto"] for row in rows):
+                lines.append("  (* on the Pareto front: no recipe has both fewer bits and a smaller error)")
+            best = self.best
+            lines.append(f"best over every tensor: {best}" if best is not None else
+                         "best over every tensor: none (no recipe applies to every tensor with a finite error "
+                         "below 1)")
         for t in self.tensors:
-            best = t.ranking[0] if t.ranking else "none applies"
-            lines.append(f"{t.name} {list(t.shape)} {t.dtype}: best {best}; Pareto front {', '.join(t.pareto)}")
+            best = t.best or "none"
+            front = ", ".join(t.pareto) or "none"
+            lines.append(f"{t.name} {list(t.shape)} {t.dtype}: best {best}; Pareto front {front}")
+            lines += [f"  ! {f.message}" for f in t.flags]
         return lines
 
 
@@ -235,14 +333,18 @@ def _run(tasks: Sequence[TensorTask], executor: Executor | None, progress: Progr
     return out
 
 
-def analyze(paths: Sequence[str] | Inventory, recipes: str | Sequence[str] | Sequence[Recipe] | None = None, *,
+def analyze(paths: Sequence[str] | str | Inventory, recipes: str | Sequence[str] | Sequence[Recipe] | None = None, *,
             executor: Executor | None = None, progress: ProgressFn | None = None,
-            chunk_elements: int = CHUNK_ELEMENTS) -> LabReport:
+            chunk_elements: int = CHUNK_ELEMENTS, limits: ReadLimits = LIMITS) -> LabReport:
     """Every float tensor of the files `paths` names (files, globs, directories, a shard index)
     through `recipes` (names, `default`, `all`; default DEFAULT_RECIPES), mapped over `executor`
-    (None: serially, here). Unreadable files raise `readers.LabReadError` before any work."""
+    (None: serially, here). Files are read within `limits` (`limits.ReadLimits`). Unreadable files
+    named explicitly raise `readers.LabReadError` before any work; those of a directory or a glob
+    are listed as skipped."""
+    if isinstance(chunk_elements, bool) or not isinstance(chunk_elements, int) or chunk_elements < 1:
+        raise ValueError(f"chunk_elements must be a positive integer, got {chunk_elements!r}")
     chosen = _recipes(recipes)
-    inv = paths if isinstance(paths, Inventory) else scan(paths)
+    inv = paths if isinstance(paths, Inventory) else scan(paths, limits)
     skipped = list(inv.skipped)
     refs = []
     for ref in inv.tensors:
@@ -251,7 +353,7 @@ def analyze(paths: Sequence[str] | Inventory, recipes: str | Sequence[str] | Seq
         else:
             refs.append(ref)
     tasks = [TensorTask(ref, chosen, chunk_elements) for ref in refs]
-    return LabReport(list(inv.files), chosen, _run(tasks, executor, progress), skipped)
+    return LabReport(list(inv.files), chosen, _run(tasks, executor, progress), skipped, list(inv.notes))
 
 
 def _recipes(recipes: str | Sequence[str] | Sequence[Recipe] | None) -> tuple[Recipe, ...]:
@@ -295,34 +397,84 @@ def tensor_detail(ref: TensorRef, recipe: str | Recipe, source: RowSource | None
 # ------------------------------------------------------------------------------------------------
 
 
+def available_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask where the system has one)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def worker_count(workers: int) -> int:
+    """`workers` capped at `available_cpus()` (more processes than CPUs only share them, and each
+    spawned interpreter costs its start-up and memory); ValueError unless a positive integer."""
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be a positive integer, got {workers!r}")
+    return min(workers, available_cpus())
+
+
+_SCHEMES = ("tcp", "tls", "ws", "wss", "ucx", "inproc")
+_HOST = re.compile(r"[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*|[0-9A-Fa-f:.]+")
+
+
+def check_scheduler_address(address: str) -> str:
+    """`address` when it has the form of a Dask scheduler address — `[PROTOCOL://]HOST:PORT` with
+    PROTOCOL one of tcp (the default), tls, ws, wss, ucx, or `inproc://…` —, ValueError naming it
+    otherwise (before a client is made: a client made for a bad address hangs the interpreter's
+    exit)."""
+    if not isinstance(address, str) or not address.strip():
+        raise ValueError(f"the Dask scheduler address must be text like tcp://HOST:PORT, got {address!r}")
+    text = address.strip()
+    scheme, sep, rest = text.partition("://")
+    if not sep:
+        scheme, rest = "tcp", text
+    if scheme.lower() not in _SCHEMES:
+        raise ValueError(f"scheduler address {address!r}: unknown protocol {scheme!r} (expected tcp://HOST:PORT; "
+                         f"protocols: {', '.join(_SCHEMES)})")
+    if scheme.lower() == "inproc":
+        if not rest:
+            raise ValueError(f"scheduler address {address!r}: an inproc address names its scheduler after inproc://")
+        return text
+    host, colon, port = rest.rpartition(":")
+    if not colon or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"scheduler address {address!r} needs a port from 1 to 65535: {scheme}://HOST:PORT")
+    bare = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    octets = bare.split(".")
+    dotted = len(octets) == 4 and all(o.isdigit() for o in octets)
+    if not bare or not _HOST.fullmatch(bare) or (dotted and any(int(o) > 255 for o in octets)):
+        raise ValueError(f"scheduler address {address!r}: {host!r} is not a host name or IP address")
+    return text
+
+
 @contextlib.contextmanager
 def open_executor(workers: int = 1, scheduler: str | None = None,
                   timeout_s: float = 20.0) -> Iterator[Executor | None]:
     """The executor `lowprec analyze` maps tensors over: a Dask distributed client's executor when
-    `scheduler` names one (needs `lowprec[cluster]`; ValueError when it does not answer within
-    `timeout_s` seconds), else a process pool of `workers` processes
-    (spawned: a clean interpreter each), or None (this process) for one worker."""
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise ValueError(f"workers must be a positive integer, got {workers!r}")
+    `scheduler` names one (needs `lowprec[cluster]`; ValueError for an address of the wrong form
+    (`check_scheduler_address`) or one that does not answer within `timeout_s` seconds), else a
+    process pool of `worker_count(workers)` processes (at most one per CPU; spawned: a clean
+    interpreter each), or None (this process) for one worker."""
+    n = worker_count(workers)
     if scheduler:
+        address = check_scheduler_address(scheduler)
         from distributed import Client
 
         try:
-            client = Client(scheduler, timeout=f"{timeout_s}s", set_as_default=False)
-        except OSError as exc:
+            client = Client(address, timeout=f"{timeout_s}s", set_as_default=False)
+        except (OSError, ValueError, TypeError) as exc:
             raise ValueError(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from None
         try:
             yield client.get_executor(pure=False)
         finally:
             client.close()
         return
-    if workers == 1:
+    if n == 1:
         yield None
         return
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+    with ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("spawn")) as pool:
         yield pool
 
 

@@ -1,10 +1,19 @@
 """The records the recipe lab's readers share (imported by `readers` and `torch_reader`, which import
 nothing of each other): the float dtypes the lab analyses, `LabReadError`, `TensorRef` (where one
 tensor's bytes are), `Skipped`, `Inventory`, the matrix view of a shape (`matrix_shape`: rows × last
-axis), and `ArrayRows` (rows of an array in memory or memory-mapped, widened to float32 or float64)."""
+axis), `ArrayRows` (rows of an array in memory or memory-mapped, widened to float32 or float64), and
+the checks every reader shares: only regular files are opened (`open_regular`, `check_regular`: a
+FIFO, a device or a socket is refused before a read could block or never end), names are unique
+within a file (`UniqueNames`), and an error's text never quotes a file's bytes (`reason_of`)."""
 
 from __future__ import annotations
 
+import io
+import math
+import os
+import re
+import stat
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -12,7 +21,10 @@ from typing import Any, Sequence
 import ml_dtypes
 import numpy as np
 
-__all__ = ["ArrayRows", "FLOAT_DTYPES", "Inventory", "LabReadError", "Skipped", "TensorRef", "matrix_shape", "widen"]
+from .limits import ReadLimits
+
+__all__ = ["ArrayRows", "FLOAT_DTYPES", "Inventory", "LabReadError", "Skipped", "TensorRef", "check_regular",
+           "check_zip_directory", "matrix_shape", "open_regular", "reason_of", "UniqueNames", "widen"]
 
 #: the dtypes the lab analyses, by our name → numpy dtype of the stored bytes
 FLOAT_DTYPES: dict[str, Any] = {
@@ -36,12 +48,14 @@ class TensorRef:
     kind: str  # "npy", "npz", "safetensors", "torch", "memory"
     shape: tuple[int, ...]
     dtype: str  # a key of FLOAT_DTYPES
-    offset: int = 0  # byte offset of the data (npy C-order, safetensors); -1: not readable by offset
+    offset: int = 0  # byte offset of the data (npy C-order, safetensors; a .npz member's header
+    #                  length); -1: not readable by offset
     fortran_order: bool = False
+    index: int = -1  # position of the entry in its file (a .npz member's place in the zip directory)
 
     @property
     def numel(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(self.shape)  # Python integers: a shape cannot wrap around
 
     @property
     def nbytes(self) -> int:
@@ -75,6 +89,7 @@ class Inventory:
     files: list[str] = field(default_factory=list)
     tensors: list[TensorRef] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what the reader decided (a renamed entry, a file read once)
 
 
 def matrix_shape(shape: Sequence[int]) -> tuple[int, int]:
@@ -82,8 +97,118 @@ def matrix_shape(shape: Sequence[int]) -> tuple[int, int]:
     if len(shape) == 0:
         return 1, 1
     cols = int(shape[-1])
-    rows = int(np.prod(shape[:-1], dtype=np.int64)) if len(shape) > 1 else 1
+    rows = math.prod(int(s) for s in shape[:-1]) if len(shape) > 1 else 1
     return rows, cols
+
+
+# ------------------------------------------------------------------------------------------------
+# checks every reader shares
+# ------------------------------------------------------------------------------------------------
+
+_NOT_REGULAR = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe (FIFO)"),
+                (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                (stat.S_ISSOCK, "a socket"))
+
+
+def _irregular(mode: int) -> str | None:
+    """What a non-regular file is ("a named pipe (FIFO)" …), None for a regular file."""
+    if stat.S_ISREG(mode):
+        return None
+    return next((what for test, what in _NOT_REGULAR if test(mode)), "not a regular file")
+
+
+def check_regular(path: str) -> os.stat_result:
+    """The `os.stat` of `path` (links followed) when it is a regular file; LabReadError naming it
+    otherwise (the lab never opens a FIFO, a device or a socket: a read from one could block for
+    ever or never end)."""
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        raise LabReadError(f"{path}: cannot be read ({exc.strerror or type(exc).__name__})") from None
+    what = _irregular(st.st_mode)
+    if what is not None:
+        raise LabReadError(f"{path}: not a regular file ({what}); the lab reads regular files only")
+    return st
+
+
+def open_regular(path: str) -> io.BufferedReader:
+    """`path` opened for binary reading, refused (LabReadError) unless it is a regular file. It is
+    opened without blocking and checked on the open descriptor, so a FIFO put in its place after a
+    check cannot make the open hang."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        raise LabReadError(f"{path}: cannot be read ({exc.strerror or type(exc).__name__})") from None
+    try:
+        what = _irregular(os.fstat(fd).st_mode)
+        if what is not None:
+            raise LabReadError(f"{path}: not a regular file ({what}); the lab reads regular files only")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        fh: io.BufferedReader = os.fdopen(fd, "rb")
+        return fh
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+_BYTES_LITERAL = re.compile(r"""\bb(['"]).*?(?<!\\)\1""")
+_LOAD_KEY = re.compile(r"invalid load key, '.*?'")
+MAX_REASON_CHARS = 200
+
+
+def reason_of(exc: BaseException) -> str:
+    """The first line of a library's error message, as a reason in one of our messages: bytes
+    literals (`b'root:x'`) and pickle's 'invalid load key' byte are cut out, so a message never
+    quotes the file's content, and it is at most MAX_REASON_CHARS long."""
+    lines = str(exc).strip().splitlines()
+    text = lines[0] if lines else ""
+    text = _LOAD_KEY.sub("invalid load key", _BYTES_LITERAL.sub("…", text))
+    if len(text) > MAX_REASON_CHARS:
+        text = text[:MAX_REASON_CHARS - 1] + "…"
+    return text or type(exc).__name__
+
+
+def check_zip_directory(path: str, infos: Sequence[zipfile.ZipInfo], limits: ReadLimits, what: str,
+                        hint: str) -> None:
+    """Refuse a zip whose directory declares more than the limits allow, before inflating anything:
+    more than `max_entries` members, or a compressed member that would inflate more than
+    `max_inflate_ratio` times its size once over `inflate_floor` bytes (a zip bomb)."""
+    if len(infos) > limits.max_entries:
+        raise LabReadError(f"{path}: {len(infos)} members in the {what}; the lab reads at most {limits.max_entries} "
+                           f"entries of a file")
+    for info in infos:
+        packed = max(1, info.compress_size)
+        if (info.compress_type != zipfile.ZIP_STORED and info.file_size > limits.inflate_floor
+                and info.file_size > limits.max_inflate_ratio * packed):
+            raise LabReadError(
+                f"{path}: member {info.filename[:80]!r} would inflate {info.compress_size} bytes to {info.file_size} "
+                f"({info.file_size // packed}× its size; at most {limits.max_inflate_ratio}× for a compressed "
+                f"member over {limits.inflate_floor} bytes): a zip bomb? {hint}")
+
+
+class UniqueNames:
+    """Names of one file's entries, each unique: `names(name)` gives `name`, or `name#2`, `name#3` …
+    (the first free one) when an earlier entry already has it (a .pt's `{"a.b": t1, "a": {"b": t2}}`
+    flattens both to `a.b`; a zip may repeat a member's name). Every entry is kept under its own
+    name, later ones renamed, in file order."""
+
+    def __init__(self) -> None:
+        self._used: set[str] = set()
+        self._next: dict[str, int] = {}
+
+    def __call__(self, name: str) -> str:
+        if name not in self._used:
+            self._used.add(name)
+            return name
+        k = self._next.get(name, 2)
+        while f"{name}#{k}" in self._used:
+            k += 1
+        self._next[name] = k + 1
+        out = f"{name}#{k}"
+        self._used.add(out)
+        return out
 
 
 def widen(raw: np.ndarray, dtype: str) -> np.ndarray:
@@ -103,3 +228,7 @@ class ArrayRows:
 
     def read(self, lo: int, hi: int) -> np.ndarray:
         return widen(self._matrix[lo:hi], self._dtype)
+
+    def read_span(self, lo: int, hi: int) -> np.ndarray:
+        """Elements lo..hi of a one-row source, as a (1, hi − lo) array."""
+        return widen(self._matrix[:, lo:hi], self._dtype)

@@ -147,7 +147,8 @@ def tensor_names(view: LabView) -> list[str]:
 def describe(view: LabView) -> dict[str, Any]:
     """Plain facts the widget prints under the table: counts and the file-wide winner."""
     ranking = view.report.ranking
-    best = next((r for r in ranking if r["rms_rel_err"] is not None), None)
+    winner = view.report.best  # None when no recipe applies to every tensor with a usable error
+    best = next((r for r in ranking if r["recipe"] == winner), None)
     return {"input": view.input_label, "tensors": len(view.report.tensors), "skipped": len(view.report.skipped),
             "recipes": len(view.report.recipes), "best": None if best is None else best["recipe"],
             "best_rms_rel_err": None if best is None else best["rms_rel_err"],
