@@ -139,3 +139,97 @@ def random_scales(rng: np.random.Generator, ptx: str, shape: tuple[int, ...], *,
         return np.ldexp(1.0, rng.integers(low, high + 1, shape))
     codes = np.arange(0x7F, dtype=np.uint8)  # UE4M3: E4M3FN's non-negative codes, NaN (0x7F) left out
     return formats.decode(rng.choice(codes, shape), formats.E4M3FN).astype(np.float64)
+
+
+# ------------------------------------------------------------------------------------------------
+# adversarial operands (every value exact in its type)
+# ------------------------------------------------------------------------------------------------
+
+ADVERSARIAL = ("spread", "cancellation", "c_dominates", "below_window", "subnormal", "carries",
+               "c_low_bits", "specials", "zero_c_tiny")
+
+
+def _pick(rng: np.random.Generator, fmt: FloatFormat, shape: tuple[int, ...], lo: float, hi: float) -> np.ndarray:
+    """Values of fmt with lo ≤ |x| ≤ hi (random sign): from its codes (8 bits or fewer), else
+    normals (1 + m/2^p)·2^e and subnormals m·2^(emin-p) built from their fields (exact by
+    construction)."""
+    if fmt.bits <= 8:
+        mags = np.unique(np.abs(formats.decode(finite_codes(fmt), fmt).astype(np.float64)))
+    else:
+        p = fmt.mantissa_bits
+        e_lo = fmt.emin if lo <= 0 else max(fmt.emin, int(np.floor(np.log2(lo))))
+        e_hi = fmt.emax if not np.isfinite(hi) else min(fmt.emax, int(np.floor(np.log2(hi))))
+        e = rng.integers(e_lo, max(e_lo, e_hi) + 1, 2048)
+        mags = np.ldexp(1.0 + rng.integers(0, 1 << p, 2048) / 2.0**p, e)
+        if lo < fmt.smallest_normal:
+            mags = np.concatenate([mags, np.ldexp(rng.integers(1, 1 << p, 512).astype(np.float64), fmt.emin - p)])
+        mags = mags[mags <= fmt.max]
+    mags = mags[(mags >= lo) & (mags <= hi)]
+    if not mags.size:
+        mags = np.array([float(min(max(lo, fmt.smallest_subnormal), fmt.max))])
+    return rng.choice(mags, shape) * rng.choice([-1.0, 1.0], shape)
+
+
+def adversarial(rng: np.random.Generator, ins: gemm.Instruction, case: str
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """(a, b, c, scale_a, scale_b) of one instruction for an adversarial case (see ADVERSARIAL)."""
+    fa, fb, fc = ins.a_format, ins.b_format, ins.c_format
+    m, n, k = ins.m, ins.n, ins.k
+    a = random_values(rng, ins.a_type, (m, k))
+    b = random_values(rng, ins.b_type, (k, n))
+    c = np.zeros((m, n))
+    if case == "spread":  # every magnitude the operand types have, C of any size
+        a = _pick(rng, fa, (m, k), 0.0, np.inf)
+        b = _pick(rng, fb, (k, n), 0.0, np.inf)
+        c = _pick(rng, fc, (m, n), 0.0, 2.0**20 if fc.emax > 20 else fc.max)
+    elif case == "cancellation":  # the second half of K undoes the first: exact sum = C
+        half = k // 2
+        a[:, half:] = a[:, :half]
+        b[half:, :] = -b[:half, :]
+        c = _pick(rng, fc, (m, n), 2.0**-6, 2.0**6)
+    elif case == "c_dominates":  # C far above every product: the products fall off the window
+        a = _pick(rng, fa, (m, k), 0.0, 1.0)
+        b = _pick(rng, fb, (k, n), 0.0, 1.0)
+        c = _pick(rng, fc, (m, n), 2.0**8, 2.0**14 if fc.emax >= 14 else fc.max)
+    elif case == "below_window":  # one large product per output, the rest 2^-10 … 2^-30 below it
+        a = _pick(rng, fa, (m, k), 0.0, 2.0**-2)
+        a[:, 0] = _pick(rng, fa, (m,), 1.0, 8.0)
+        b = _pick(rng, fb, (k, n), 0.0, 2.0**-2)
+        b[0, :] = _pick(rng, fb, (n,), 1.0, 8.0)
+    elif case == "subnormal":  # subnormal operands (below the smallest normal)
+        a = _pick(rng, fa, (m, k), 0.0, fa.smallest_normal * (1 - 2.0**-fa.mantissa_bits))
+        b = _pick(rng, fb, (k, n), 0.0, fb.smallest_normal * (1 - 2.0**-fb.mantissa_bits))
+        c = _pick(rng, fc, (m, n), 0.0, fc.smallest_normal * 4)
+    elif case == "carries":  # all products just below a power of two: the sum carries upward
+        top_a = np.max(_pick(rng, fa, (64,), 1.0, 2.0 - 2.0**-fa.mantissa_bits))
+        top_b = np.max(_pick(rng, fb, (64,), 1.0, 2.0 - 2.0**-fb.mantissa_bits))
+        a = np.full((m, k), top_a)
+        b = np.full((k, n), top_b)
+        c = np.full((m, n), 2.0**3 - 2.0**(3 - fc.mantissa_bits))
+    elif case == "c_low_bits":  # C with bits below F: 1 + 2^-20 + 2^-13 and friends
+        c = np.ones((m, n))
+        if fc.mantissa_bits >= 20:
+            c = c + 2.0**-20 + 2.0**-13
+        elif fc.mantissa_bits >= 10:
+            c = c + 2.0**-10 + 2.0**-8
+        a = _pick(rng, fa, (m, k), 0.0, 2.0**-8)
+        b = _pick(rng, fb, (k, n), 0.0, 2.0**-4)
+    elif case == "specials":  # ±Inf and NaN in operands (where the types have them) and in C
+        a = random_values(rng, ins.a_type, (m, k), zeros=0.2, specials=0.05)
+        b = random_values(rng, ins.b_type, (k, n), zeros=0.2, specials=0.05)
+        c = random_values(rng, ins.c_type, (m, n), spread=10, specials=0.1)
+    elif case == "zero_c_tiny":  # C = 0 and tiny products: the zero exponent sets the window
+        a = _pick(rng, fa, (m, k), 0.0, fa.smallest_normal * 2)
+        b = _pick(rng, fb, (k, n), 0.0, fb.smallest_normal * 2)
+        a[rng.random((m, k)) < 0.3] = 0.0
+    else:
+        raise ValueError(case)
+    sa = sb = None
+    if ins.block_scaled:
+        low, high = ((-127, -60) if case in ("subnormal", "zero_c_tiny") else
+                     (60, 127) if case == "c_dominates" else (-20, 20))
+        sa = random_scales(rng, ins.scale_type, (m, k // ins.block), low=low, high=high)
+        sb = random_scales(rng, ins.scale_type, (k // ins.block, n), low=low, high=high)
+        if case == "specials" and ins.scale_type == "ue8m0":
+            sa[0, 0] = np.nan
+    return a, b, c, sa, sb

@@ -4,8 +4,8 @@ of promotion and epilogue, and the exact reference (numba, nogil, cached on disk
 Representation. An operand is two float64 arrays: its values (every operand type is exact in
 float64) and 2^e(x), where e(x), its *alignment exponent*, is the exponent of x's leading bit
 clamped below at the format's smallest normal exponent (0.0 for a zero, 1.0 for Inf/NaN): the
-largest exponent of a step is then a float maximum of products, which vectorises. B is passed
-transposed (N, K) so one output's K run is contiguous in both operands.
+largest exponent of a step is then a float maximum of products, which vectorises. A is read as
+rows (M, K), B as (K, N): the kernels run over a tile's columns innermost.
 
 One fused step (isa.DotUnit) for output (i, j) over products k0 … k0+L-1 and accumulator c:
 
@@ -128,70 +128,61 @@ def round_out(total: float, q0: int, kept: int, emin: int, emax: int, nearest: b
     return res + 0.0
 
 
-@_jit(fastmath={"nnan", "ninf", "nsz"})
-def _max_pow(ap: Any, bp: Any, i: int, j: int, k0: int, k1: int) -> float:
-    """max_k 2^e(a_ik) · 2^e(b_jk) (0 when every product is zero): the operands' alignment
-    exponents as powers of two, so the maximum is a float reduction the compiler vectorises."""
-    m = 0.0
-    for k in range(k0, k1):
-        x = ap[i, k] * bp[j, k]
-        m = x if x > m else m
-    return m
-
-
-@_jit(fastmath={"reassoc"})
-def _sum_cut(av: Any, bv: Any, i: int, j: int, k0: int, k1: int, scale: float) -> float:
-    """Σ trunc(a·b·scale): every term an exact integer below 2^28, so the order of the additions
-    does not matter (hence reassoc: LLVM may vectorise the reduction)."""
-    s = 0.0
-    for k in range(k0, k1):
-        s += np.trunc(av[i, k] * bv[j, k] * scale)
-    return s
-
-
-@_jit(fastmath={"reassoc"})
-def _sum_rint(av: Any, bv: Any, i: int, j: int, k0: int, k1: int, scale: float) -> float:
-    s = 0.0
-    for k in range(k0, k1):
-        s += np.rint(av[i, k] * bv[j, k] * scale)
-    return s
-
-
 @_jit()
 def chain_plain(av: Any, ap: Any, bv: Any, bp: Any, c: Any, k_lo: int, k_hi: int, step: int,
                 frac_bits: int, zero_exponent: int, nearest_align: bool, kept: int, emin: int,
                 emax: int, nearest_out: bool, c_emin: int, d_emin: int,
                 sav: Any, sap: Any, sbv: Any, sbp: Any, scale_block: int) -> None:
     """Steps of `step` products over K ∈ [k_lo, k_hi) for every output of the tile, in place on c
-    (float64 (Mt, Nt), the accumulator values). av/bv are the operand values, ap/bp = 2^e(x) (0 for
-    a zero). T-FDPA; with scale_block > 0, ST-FDPA: the products of K block b are multiplied by
-    sav[i, b] · sbv[j, b] and their alignment exponents raised by those of the scales (sap, sbp)."""
+    (float64 (Mt, Nt), the accumulator values). av/ap are A's rows (Mt, K), bv/bp B's columns as
+    (K, Nt): values and 2^e(x) (0 for a zero). T-FDPA; with scale_block > 0, ST-FDPA: the products
+    of K block b are multiplied by sav[i, b] · sbv[b, j] and their alignment exponents raised by
+    those of the scales (2^e in sap, sbp).
+
+    Loop order: step, row, then the tile's columns innermost (elementwise, so the compiler
+    vectorises the maximum and the sums without reassociating anything); one step's slab of B
+    stays in cache while every row uses it."""
     mt, nt = c.shape
-    for i in range(mt):
-        for j in range(nt):
-            acc = c[i, j]
-            cemin = c_emin
-            for k0 in range(k_lo, k_hi, step):
-                k1 = k0 + step
-                ec = lead_exponent(acc, cemin, zero_exponent)
-                mp = _max_pow(ap, bp, i, j, k0, k1)
-                mult = 1.0
+    mp = np.empty(nt)  # max of 2^e(a)·2^e(b) per column, then e_max
+    total = np.empty(nt)
+    scale = np.empty(nt)
+    mult = np.ones(nt)
+    cemin = c_emin
+    for k0 in range(k_lo, k_hi, step):
+        k1 = k0 + step
+        b = k0 // scale_block if scale_block > 0 else 0
+        for i in range(mt):
+            acc = c[i]
+            mp[:] = 0.0
+            for k in range(k0, k1):
+                x = ap[i, k]
+                row = bp[k]
+                for j in range(nt):
+                    y = x * row[j]
+                    mp[j] = y if y > mp[j] else mp[j]
+            for j in range(nt):
+                m = mp[j]
                 if scale_block > 0:
-                    b = k0 // scale_block
-                    mult = sav[i, b] * sbv[j, b]
-                    mp *= sap[i, b] * sbp[j, b]
-                e_max = ec
-                if mp > 0.0:
-                    e_max = max(exponent(mp), ec)
-                scale = mult * pow2(frac_bits - e_max)
-                c_scaled = acc * pow2(frac_bits - e_max)
+                    mult[j] = sav[i, b] * sbv[b, j]
+                    m *= sap[i, b] * sbp[b, j]
+                ec = lead_exponent(acc[j], cemin, zero_exponent)
+                e_max = max(exponent(m), ec) if m > 0.0 else ec
+                s = pow2(frac_bits - e_max)
+                scale[j] = mult[j] * s
+                total[j] = np.rint(acc[j] * s) if nearest_align else np.trunc(acc[j] * s)
+                mp[j] = e_max
+            for k in range(k0, k1):
+                x = av[i, k]
+                row = bv[k]
                 if nearest_align:
-                    total = _sum_rint(av, bv, i, j, k0, k1, scale) + np.rint(c_scaled)
+                    for j in range(nt):
+                        total[j] += np.rint(x * row[j] * scale[j])
                 else:
-                    total = _sum_cut(av, bv, i, j, k0, k1, scale) + np.trunc(c_scaled)
-                acc = round_out(total, e_max - frac_bits, kept, emin, emax, nearest_out)
-                cemin = d_emin
-            c[i, j] = acc
+                    for j in range(nt):
+                        total[j] += np.trunc(x * row[j] * scale[j])
+            for j in range(nt):
+                acc[j] = round_out(total[j], int(mp[j]) - frac_bits, kept, emin, emax, nearest_out)
+        cemin = d_emin
 
 
 @_jit()
@@ -199,40 +190,48 @@ def chain_grouped(av: Any, bv: Any, c: Any, k_lo: int, k_hi: int, step: int, gro
                   frac_bits: int, zero_exponent: int, nearest_align: bool, kept: int, emin: int,
                   emax: int, nearest_out: bool, c_emin: int, d_emin: int,
                   sav: Any, sap: Any, sbv: Any, sbp: Any, scale_block: int) -> None:
-    """GST-FDPA steps: each group of `group` products is summed exactly, multiplied by its scale
-    product and aligned on the scale product's exponent (of sap · sbp); a group whose products are
-    all zero, or whose scale product is zero, is a zero term."""
+    """GST-FDPA steps (layouts as chain_plain): each group of `group` products is summed exactly,
+    multiplied by its scale product and aligned on the scale product's exponent (of sap · sbp); a
+    group whose products are all zero, or whose scale product is zero, is a zero term."""
     mt, nt = c.shape
     n_groups = step // group
-    gsum = np.empty(n_groups)
-    for i in range(mt):
-        for j in range(nt):
-            acc = c[i, j]
-            cemin = c_emin
-            for k0 in range(k_lo, k_hi, step):
-                e_max = lead_exponent(acc, cemin, zero_exponent)
+    gsum = np.empty((n_groups, nt))
+    nonzero = np.empty(nt, np.bool_)
+    e_max = np.empty(nt, np.int64)
+    total = np.empty(nt)
+    cemin = c_emin
+    for k0 in range(k_lo, k_hi, step):
+        for i in range(mt):
+            acc = c[i]
+            for j in range(nt):
+                e_max[j] = lead_exponent(acc[j], cemin, zero_exponent)
+            for g in range(n_groups):
+                g0 = k0 + g * group
+                b = g0 // scale_block
+                p = gsum[g]
+                p[:] = 0.0
+                nonzero[:] = False
+                for k in range(g0, g0 + group):
+                    x = av[i, k]
+                    row = bv[k]
+                    for j in range(nt):
+                        t = x * row[j]
+                        p[j] += t
+                        nonzero[j] |= t != 0.0
+                for j in range(nt):
+                    mult = sav[i, b] * sbv[b, j]
+                    p[j] *= mult
+                    if nonzero[j] and mult != 0.0:
+                        e_max[j] = max(e_max[j], exponent(sap[i, b] * sbp[b, j]))
+            for j in range(nt):
+                s = pow2(frac_bits - e_max[j])
+                t = acc[j] * s
+                tot = np.rint(t) if nearest_align else np.trunc(t)
                 for g in range(n_groups):
-                    g0 = k0 + g * group
-                    p = 0.0
-                    nonzero = False
-                    for k in range(g0, g0 + group):
-                        t = av[i, k] * bv[j, k]
-                        p += t
-                        nonzero = nonzero or t != 0.0
-                    b = g0 // scale_block
-                    mult = sav[i, b] * sbv[j, b]
-                    gsum[g] = p * mult
-                    if nonzero and mult != 0.0:
-                        e_max = max(e_max, exponent(sap[i, b] * sbp[j, b]))
-                total = 0.0
-                for g in range(n_groups):
-                    t = gsum[g] * pow2(frac_bits - e_max)
-                    total += np.rint(t) if nearest_align else np.trunc(t)
-                t = acc * pow2(frac_bits - e_max)
-                total += np.rint(t) if nearest_align else np.trunc(t)
-                acc = round_out(total, e_max - frac_bits, kept, emin, emax, nearest_out)
-                cemin = d_emin
-            c[i, j] = acc
+                    t = gsum[g, j] * s
+                    tot += np.rint(t) if nearest_align else np.trunc(t)
+                acc[j] = round_out(tot, e_max[j] - frac_bits, kept, emin, emax, nearest_out)
+        cemin = d_emin
 
 
 # ------------------------------------------------------------------------------------------------
@@ -306,7 +305,7 @@ def promote_tile(acc: Any, partial: Any, sa: Any, sb: Any, kb: int, fused: bool)
     for i in range(mt):
         for j in range(nt):
             if fused:
-                s = f32_mul(sa[i, kb], sb[j, kb])
+                s = f32_mul(sa[i, kb], sb[kb, j])
                 acc[i, j] = f32_fma(s, partial[i, j], acc[i, j])
             else:
                 acc[i, j] = f32_add(acc[i, j], partial[i, j])
@@ -321,7 +320,7 @@ def epilogue_tile(acc: Any, sa: Any, sb: Any, c: Any, with_c: bool, scaled: bool
         for j in range(nt):
             v = acc[i, j]
             if scaled:
-                v = f32_mul(sb[j, 0], v)
+                v = f32_mul(sb[0, j], v)
                 v = f32_fma(sa[i, 0], v, c[i, j]) if with_c else f32_mul(sa[i, 0], v)
             elif with_c:
                 v = f32_add(v, c[i, j])
@@ -431,47 +430,54 @@ def _kadd_product(limbs: Any, x: float, y: float) -> float:
 @_jit()
 def exact_tile(av: Any, bv: Any, sa: Any, sb: Any, block: int, c: Any, out: Any,
                exact: Any, error: Any, fixed_point: bool) -> None:
-    """exact[i, j] = Σ_b (sa[i, b] · sb[j, b]) · Σ_{k in block b} a_ik · b_jk + c_ij, rounded once
-    to float64; error[i, j] = out[i, j] − exact, rounded once. With fixed_point the block sums are
-    formed in float64 (the caller proved them exact); otherwise every product goes to the
-    accumulator. Non-finite terms give the IEEE result of their float64 sum."""
+    """exact[i, j] = Σ_b (sa[i, b] · sb[b, j]) · Σ_{k in block b} a_ik · b_kj + c_ij, rounded once
+    to float64; error[i, j] = out[i, j] − exact, rounded once (av (Mt, K), bv (K, Nt)). With
+    fixed_point the block sums are formed in float64 (the caller proved them exact); otherwise
+    every product goes to the accumulator. Non-finite terms give the IEEE result of their float64
+    sum (and the error is 0 where out equals that Inf)."""
     mt, nt = out.shape
     k = av.shape[1]
     n_blocks = sa.shape[1]
-    limbs = np.zeros(NL, np.int64)
+    limbs = np.zeros((nt, NL), np.int64)
     work = np.zeros(NL, np.int64)
+    t = np.empty(nt)
+    special = np.empty(nt)
     for i in range(mt):
+        limbs[:, :] = 0
+        special[:] = 0.0
+        for b in range(n_blocks):
+            k0 = b * block
+            k1 = min(k, k0 + block)
+            if fixed_point:
+                t[:] = 0.0
+                for kk in range(k0, k1):
+                    x = av[i, kk]
+                    row = bv[kk]
+                    for j in range(nt):
+                        t[j] += x * row[j]
+                for j in range(nt):
+                    # two FP32 values (or powers of two): their product is exact in float64
+                    special[j] += _kadd_product(limbs[j], t[j], sa[i, b] * sb[b, j])
+            else:
+                for kk in range(k0, k1):
+                    x = av[i, kk]
+                    for j in range(nt):
+                        special[j] += _kadd_product(limbs[j], x * bv[kk, j], sa[i, b] * sb[b, j])
         for j in range(nt):
-            limbs[:] = 0
-            special = 0.0
-            for b in range(n_blocks):
-                s = sa[i, b] * sb[j, b]  # two FP32 values (or powers of two): exact in float64
-                k0 = b * block
-                k1 = min(k, k0 + block)
-                if fixed_point:
-                    t = 0.0
-                    for kk in range(k0, k1):
-                        t += av[i, kk] * bv[j, kk]
-                    special += _kadd_product(limbs, t, s)
-                else:
-                    for kk in range(k0, k1):
-                        special += _kadd_product(limbs, av[i, kk] * bv[j, kk], s)
             cij = c[i, j]
             if math.isfinite(cij):
-                _kadd(limbs, cij)
+                _kadd(limbs[j], cij)
             else:
-                special += cij
+                special[j] += cij
             o = out[i, j]
-            if not math.isfinite(special):
-                exact[i, j] = special
-                if o == special:
-                    error[i, j] = 0.0
-                else:
-                    error[i, j] = o - special
+            sp = special[j]
+            if not math.isfinite(sp):
+                exact[i, j] = sp
+                error[i, j] = 0.0 if o == sp else o - sp
                 continue
-            exact[i, j] = _kvalue(limbs, work)
+            exact[i, j] = _kvalue(limbs[j], work)
             if math.isfinite(o):
-                _kadd(limbs, -o)
-                error[i, j] = _kvalue(limbs, work)
+                _kadd(limbs[j], -o)
+                error[i, j] = _kvalue(limbs[j], work)
             else:
                 error[i, j] = o

@@ -151,12 +151,12 @@ class _Tile:
     plan: _Plan
     av: np.ndarray  # (mt, K) values of A's rows
     ap: np.ndarray  # (mt, K) 2^e
-    bv: np.ndarray  # (nt, K) values of B's columns (transposed)
+    bv: np.ndarray  # (K, nt) values of B's columns
     bp: np.ndarray
     c: np.ndarray  # (mt, nt) float64 C (zeros when absent)
     sav: np.ndarray  # scales of A's rows: hardware block scales (values), or decode scales
     sap: np.ndarray  # 2^e of the hardware block scales (unused for decode scales)
-    sbv: np.ndarray  # scales of B's columns (transposed: (nt, blocks))
+    sbv: np.ndarray  # scales of B's columns: (blocks, nt)
     sbp: np.ndarray
 
 
@@ -191,7 +191,7 @@ def _run_tile(t: _Tile) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.n
         elif p.blockwise or p.epilogue:
             sa, sb, block = t.sav, t.sbv, p.ref_block
         else:
-            sa, sb, block = np.ones((mt, 1)), np.ones((nt, 1)), p.k
+            sa, sb, block = np.ones((mt, 1)), np.ones((1, nt)), p.k
         K.exact_tile(t.av, t.bv, sa, sb, block, t.c, out_values, exact, error, p.fixed_point)
     return acc.astype(np.float32), codes, exact, error
 
@@ -230,7 +230,7 @@ def _context(ins: Instruction, role: str) -> str:
 
 def _hw_scales(ins: Instruction, scale_a: Any, scale_b: Any, m: int, n: int, k: int
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(sav, sap, sbv, sbp) of a block-scaled instruction: A's (M, K/block), B's transposed."""
+    """(sav, sap, sbv, sbp) of a block-scaled instruction: A's (M, K/block), B's (K/block, N)."""
     if scale_a is None or scale_b is None:
         raise ValueError(f"{ins.name} is block-scaled: give scale_a of shape ({m}, {k // ins.block}) and "
                          f"scale_b of shape ({k // ins.block}, {n}) (.{ins.scale_type} values)")
@@ -246,8 +246,7 @@ def _hw_scales(ins: Instruction, scale_a: Any, scale_b: Any, m: int, n: int, k: 
     assert fmt is not None
     require_representable(sa, fmt, "scale_a", _context(ins, "scale"))
     require_representable(sb, fmt, "scale_b", _context(ins, "scale"))
-    sbt = np.ascontiguousarray(sb.T)
-    return sa, alignment_powers(sa, fmt), sbt, alignment_powers(sbt, fmt)
+    return sa, alignment_powers(sa, fmt), sb, alignment_powers(sb, fmt)
 
 
 def _decode_scale(s: Any, what: str, rows: int, k: int, along_rows: bool) -> np.ndarray:
@@ -367,7 +366,6 @@ def mma(a: Any, b: Any, c: Any, *, arch: str, instruction: str, scale_a: Any = N
     require_representable(bv, ins.b_format, "b", _context(ins, "b"))
     cv = _check_c(c if c is not None else np.zeros((ins.m, ins.n)), ins.m, ins.n, ins.c_format,
                   _context(ins, "c"))
-    bt = np.ascontiguousarray(bv.T)
     if ins.block_scaled:
         sav, sap, sbv, sbp = _hw_scales(ins, scale_a, scale_b, ins.m, ins.n, ins.k)
     else:
@@ -375,9 +373,9 @@ def mma(a: Any, b: Any, c: Any, *, arch: str, instruction: str, scale_a: Any = N
             raise ValueError(f"{ins.name} is not block-scaled: it takes no scale_a/scale_b "
                              "(decode scales are matmul's)")
         sav = sap = np.ones((ins.m, 1))
-        sbv = sbp = np.ones((ins.n, 1))
+        sbv = sbp = np.ones((1, ins.n))
     tile = _Tile(_Plan(arch, ins.name, ins.k, None, True, True, False, False, "FP32", False, True, ins.k),
-                 av, alignment_powers(av, ins.a_format), bt, alignment_powers(bt, ins.b_format), cv,
+                 av, alignment_powers(av, ins.a_format), bv, alignment_powers(bv, ins.b_format), cv,
                  sav, sap, sbv, sbp)
     acc = cv.copy()
     _chain(ins, tile, acc, 0, ins.k, first_c_type=True)
@@ -438,13 +436,13 @@ def matmul(a: Any, b: Any, c: Any = None, *, arch: str, instruction: str, promot
         sav, sap, sbv, sbp = _hw_scales(ins, scale_a, scale_b, m, n, k)
     elif scale_a is None and scale_b is None:
         sav = sap = np.ones((m, 1))
-        sbv = sbp = np.ones((n, 1))
+        sbv = sbp = np.ones((1, n))
     else:
-        sav = _decode_scale(1.0 if scale_a is None else scale_a, "scale_a", m, k, True)
-        sbv = _decode_scale(1.0 if scale_b is None else scale_b, "scale_b", n, k, False)
-        nk = max(sav.shape[1], sbv.shape[1])
-        if 1 < sav.shape[1] != sbv.shape[1] > 1:
-            raise ValueError(f"scale_a has {sav.shape[1]} K blocks and scale_b {sbv.shape[1]}: they must agree")
+        sav = _decode_scale(1.0 if scale_a is None else scale_a, "scale_a", m, k, True)  # (M, K blocks)
+        sbv = _decode_scale(1.0 if scale_b is None else scale_b, "scale_b", n, k, False).T  # (K blocks, N)
+        nk = max(sav.shape[1], sbv.shape[0])
+        if 1 < sav.shape[1] != sbv.shape[0] > 1:
+            raise ValueError(f"scale_a has {sav.shape[1]} K blocks and scale_b {sbv.shape[0]}: they must agree")
         if nk > 1:
             kb = k // nk
             if kb % ins.k:
@@ -454,12 +452,13 @@ def matmul(a: Any, b: Any, c: Any = None, *, arch: str, instruction: str, promot
             elif promote != kb:
                 raise ValueError(f"blockwise decode scales are applied when the tensor-core sum is promoted: "
                                  f"promote_every must be their K block, {kb}, got {promote}")
-            sav = np.repeat(sav, nk // sav.shape[1], axis=1) if sav.shape[1] == 1 else sav
-            sbv = np.repeat(sbv, nk // sbv.shape[1], axis=1) if sbv.shape[1] == 1 else sbv
+            sav = np.repeat(sav, nk, axis=1) if sav.shape[1] == 1 else sav
+            sbv = np.repeat(sbv, nk, axis=0) if sbv.shape[0] == 1 else sbv
             blockwise = True
             ref_block = kb
         else:
             epilogue = True
+        sbv = np.ascontiguousarray(sbv)
         sap, sbp = sav, sbv
     c_into_core = promote is None and not epilogue
     span = promote if promote is not None else k
@@ -472,14 +471,15 @@ def matmul(a: Any, b: Any, c: Any = None, *, arch: str, instruction: str, promot
     ref_fixed = reference and _fixed_point(av, bv, ins, ins.block if ins.block_scaled else ref_block)
     _check_budget(_cost(m, n, k, reference, ref_fixed), budget, m, n, k)
 
-    bt = np.ascontiguousarray(bv.T)
     ap = alignment_powers(av, ins.a_format)
-    bp = alignment_powers(bt, ins.b_format)
+    bp = alignment_powers(bv, ins.b_format)
     plan = _Plan(arch, ins.name, k, promote, c_into_core, c is not None, blockwise, epilogue, out_name,
                  bool(reference), ref_fixed, ref_block)
     boxes = _tiles(m, n, tile)
-    tasks = (_Tile(plan, av[i0:i1], ap[i0:i1], bt[j0:j1], bp[j0:j1], cv[i0:i1, j0:j1], sav[i0:i1],
-                   sap[i0:i1], sbv[j0:j1], sbp[j0:j1]) for i0, i1, j0, j1 in boxes)
+    tasks = (_Tile(plan, av[i0:i1], ap[i0:i1], np.ascontiguousarray(bv[:, j0:j1]),
+                   np.ascontiguousarray(bp[:, j0:j1]), np.ascontiguousarray(cv[i0:i1, j0:j1]), sav[i0:i1], sap[i0:i1],
+                   np.ascontiguousarray(sbv[:, j0:j1]), np.ascontiguousarray(sbp[:, j0:j1]))
+             for i0, i1, j0, j1 in boxes)
     results = map(_run_tile, tasks) if executor is None else executor.map(_run_tile, tasks)
     fmt = OUT_FORMATS[out_name]
     acc_out = np.empty((m, n), np.float32)
