@@ -196,9 +196,8 @@ def chain_grouped(av: Any, bv: Any, c: Any, k_lo: int, k_hi: int, step: int, gro
     mt, nt = c.shape
     n_groups = step // group
     gsum = np.empty((n_groups, nt))
-    nonzero = np.empty(nt, np.bool_)
+    absum = np.empty(nt)  # Σ |a·b| of a group: zero exactly when every product is zero
     e_max = np.empty(nt, np.int64)
-    total = np.empty(nt)
     cemin = c_emin
     for k0 in range(k_lo, k_hi, step):
         for i in range(mt):
@@ -210,19 +209,23 @@ def chain_grouped(av: Any, bv: Any, c: Any, k_lo: int, k_hi: int, step: int, gro
                 b = g0 // scale_block
                 p = gsum[g]
                 p[:] = 0.0
-                nonzero[:] = False
+                absum[:] = 0.0
                 for k in range(g0, g0 + group):
                     x = av[i, k]
                     row = bv[k]
                     for j in range(nt):
                         t = x * row[j]
                         p[j] += t
-                        nonzero[j] |= t != 0.0
+                        absum[j] += abs(t)
+                ea = exponent(sap[i, b]) if sap[i, b] > 0.0 else 0
+                sva = sav[i, b]
+                srow_v = sbv[b]
+                srow_p = sbp[b]
                 for j in range(nt):
-                    mult = sav[i, b] * sbv[b, j]
+                    mult = sva * srow_v[j]
                     p[j] *= mult
-                    if nonzero[j] and mult != 0.0:
-                        e_max[j] = max(e_max[j], exponent(sap[i, b] * sbp[b, j]))
+                    if absum[j] != 0.0 and mult != 0.0 and srow_p[j] > 0.0:
+                        e_max[j] = max(e_max[j], ea + exponent(srow_p[j]))
             for j in range(nt):
                 s = pow2(frac_bits - e_max[j])
                 t = acc[j] * s
@@ -478,6 +481,50 @@ def exact_tile(av: Any, bv: Any, sa: Any, sb: Any, block: int, c: Any, out: Any,
             exact[i, j] = _kvalue(limbs[j], work)
             if math.isfinite(o):
                 _kadd(limbs[j], -o)
-                error[i, j] = _kvalue(limbs[j], work)
+                error[i, j] = -_kvalue(limbs[j], work)  # the accumulator holds exact − out
             else:
                 error[i, j] = o
+
+
+# ------------------------------------------------------------------------------------------------
+# operands: the representability check and 2^e(x) in one pass
+# ------------------------------------------------------------------------------------------------
+
+@_jit()
+def scan_operand(v: Any, powers: Any, emin: int, mantissa_bits: int, max_value: float, has_zero: bool,
+                 has_nan: bool, has_inf: bool, signed: bool, subnormals: bool) -> tuple[int, int, int]:
+    """One pass over a flat float64 array: (first index not exactly a value of the format or -1,
+    the largest leading exponent, the smallest quantum exponent of its finite non-zero values), and
+    powers[i] = 2^e(v[i]) (0 for a zero, 1 for Inf/NaN). A value is exact when it is a multiple of
+    its quantum 2^(max(e, emin) - mantissa_bits) no larger than max_value (see operands)."""
+    bad = -1
+    top = -(1 << 30)
+    low = 1 << 30
+    for i in range(v.shape[0]):
+        x = v[i]
+        ok = True
+        if x != x:
+            ok = has_nan
+            powers[i] = 1.0
+        elif not math.isfinite(x):
+            ok = has_inf and (signed or x > 0.0)
+            powers[i] = 1.0
+        elif x == 0.0:
+            ok = has_zero
+            powers[i] = 0.0
+        elif ((_bits(x) >> 52) & 0x7FF) == 0:  # a float64 subnormal: below every format here
+            ok = False
+            powers[i] = 0.0
+        else:
+            e = exponent(x)
+            ee = e if e > emin else emin
+            q = ee - mantissa_bits
+            scaled = x * pow2(-q)
+            ok = scaled == np.trunc(scaled) and abs(x) <= max_value and (signed or x > 0.0) \
+                and (subnormals or e >= emin)
+            powers[i] = pow2(ee)
+            top = max(top, e)
+            low = min(low, q)
+        if not ok and bad < 0:
+            bad = i
+    return bad, top, low

@@ -15,8 +15,8 @@ What `matmul` does, and where each step comes from:
   which nvcc contracts to one FFMA; the recipe of DeepSeek-V3, arXiv:2412.19437 §3.3.2, N_C = 128).
   `c` is then added at the end (FADD; DeepGEMM's accumulate-into-D).
 * **Decode scales** (FP32 values; A's per tensor `()`, per row `(M,)`/`(M, 1)` or per 1×kb block
-  `(M, K/kb)`; B's per tensor, per column `(N,)`/`(1, N)`, or per kb×bn block `(K/kb, ceil(N/bn))`,
-  bn = 1 … N): blockwise scales (K/kb > 1, DeepGEMM's 1×128 activations and 128×128 weights) are
+  `(M, K/kb)`; B's per tensor, per column `(N,)`/`(1, N)`, per kb×1 block `(K/kb, N)` or per
+  kb×kb block `(K/kb, ceil(N/kb))`; A may also take kb×kb blocks, `(ceil(M/kb), K/kb)`): blockwise scales (K/kb > 1, DeepGEMM's 1×128 activations and 128×128 weights) are
   applied at promotion, so they force `promote_every = kb`; per-tensor/row/column scales are applied
   in the epilogue as vLLM's CUTLASS `ScaledEpilogue` does (csrc/cutlass_extensions/epilogue/
   scaled_mm_epilogues_c3x.hpp): D = s_a · (s_b · acc), two FMULs, and with `c` (as its
@@ -57,7 +57,7 @@ from lowprec.formats import BF16, FP16, FP32, CastPolicy, FloatFormat
 
 from . import _kernels as K
 from .isa import Alignment, Instruction, get_instruction
-from .operands import alignment_powers, as_values, require_representable
+from .operands import as_values, checked_powers, require_representable
 
 __all__ = ["DEFAULT_TILE", "GemmResult", "OUTPUT_CAST", "OUT_FORMATS", "mma", "matmul"]
 
@@ -244,9 +244,9 @@ def _hw_scales(ins: Instruction, scale_a: Any, scale_b: Any, m: int, n: int, k: 
         raise ValueError(f"scale_b must have shape ({nb}, {n}), got {sb.shape}")
     fmt = ins.scale_format
     assert fmt is not None
-    require_representable(sa, fmt, "scale_a", _context(ins, "scale"))
-    require_representable(sb, fmt, "scale_b", _context(ins, "scale"))
-    return sa, alignment_powers(sa, fmt), sb, alignment_powers(sb, fmt)
+    sap, _ = checked_powers(sa, fmt, "scale_a", _context(ins, "scale"))
+    sbp, _ = checked_powers(sb, fmt, "scale_b", _context(ins, "scale"))
+    return sa, sap, sb, sbp
 
 
 def _decode_scale(s: Any, what: str, rows: int, k: int, along_rows: bool) -> np.ndarray:
@@ -269,10 +269,14 @@ def _decode_scale(s: Any, what: str, rows: int, k: int, along_rows: bool) -> np.
     groups, kblocks = (v.shape if along_rows else v.shape[::-1])
     if k % kblocks:
         raise ValueError(f"{what} of shape {v.shape}: K = {k} is not a whole number of its {kblocks} K blocks")
-    width = -(-rows // groups)
+    kb = k // kblocks
+    # one scale per row/column, or square kb × kb blocks (DeepGEMM's 128 × 128 weights; the last
+    # block of rows/columns may be partial)
+    width = 1 if groups == rows else kb
     if -(-rows // width) != groups:
-        raise ValueError(f"{what} of shape {v.shape}: {groups} blocks cannot tile {rows} "
-                         f"{'rows' if along_rows else 'columns'}")
+        noun = "rows of A" if along_rows else "columns of B"
+        raise ValueError(f"{what} of shape {v.shape}: {groups} blocks fit neither one per each of the {rows} "
+                         f"{noun} nor {kb}-wide blocks ({-(-rows // kb)} of them)")
     per_group = v if along_rows else v.T  # (groups, kblocks)
     return np.repeat(per_group, width, axis=0)[:rows].copy()
 
@@ -301,24 +305,13 @@ def _out_format(name: str) -> str:
     return fmt.name
 
 
-def _exponent_span(v: np.ndarray, fmt: FloatFormat) -> tuple[int, int] | None:
-    """(largest leading exponent, smallest quantum exponent) of v's finite non-zero values."""
-    x = v[np.isfinite(v) & (v != 0)]
-    if not x.size:
-        return None
-    lead = np.frexp(x)[1] - 1
-    # the lowest set bit of x is at least its quantum 2^(max(e, emin) - m)
-    return int(lead.max()), int((np.maximum(lead, fmt.emin) - fmt.mantissa_bits).min())
-
-
-def _fixed_point(av: np.ndarray, bv: np.ndarray, ins: Instruction, block: int) -> bool:
+def _fixed_point(span_a: tuple[int, int] | None, span_b: tuple[int, int] | None, block: int) -> bool:
     """True when every block sum of products is exact in float64: the products' bits span at most
-    53 - log2(block) positions (largest leading bit + 2 down to the smallest possible quantum)."""
-    sa = _exponent_span(av, ins.a_format)
-    sb = _exponent_span(bv, ins.b_format)
-    if sa is None or sb is None:
+    53 - log2(block) positions (largest leading bit + 2 down to the smallest possible quantum);
+    span_x = (largest leading exponent, smallest quantum exponent) of an operand's values."""
+    if span_a is None or span_b is None:
         return True
-    span = (sa[0] + sb[0] + 2) - (sa[1] + sb[1]) + math.ceil(math.log2(max(block, 1)))
+    span = (span_a[0] + span_b[0] + 2) - (span_a[1] + span_b[1]) + math.ceil(math.log2(max(block, 1)))
     return span <= 53
 
 
@@ -362,8 +355,8 @@ def mma(a: Any, b: Any, c: Any, *, arch: str, instruction: str, scale_a: Any = N
     if av.shape != (ins.m, ins.k) or bv.shape != (ins.k, ins.n):
         raise ValueError(f"{ins.name} multiplies a ({ins.m}, {ins.k}) by a ({ins.k}, {ins.n}) matrix; got a "
                          f"{av.shape} and b {bv.shape} (matmul takes any M, N and K)")
-    require_representable(av, ins.a_format, "a", _context(ins, "a"))
-    require_representable(bv, ins.b_format, "b", _context(ins, "b"))
+    ap, _ = checked_powers(av, ins.a_format, "a", _context(ins, "a"))
+    bp, _ = checked_powers(bv, ins.b_format, "b", _context(ins, "b"))
     cv = _check_c(c if c is not None else np.zeros((ins.m, ins.n)), ins.m, ins.n, ins.c_format,
                   _context(ins, "c"))
     if ins.block_scaled:
@@ -375,7 +368,7 @@ def mma(a: Any, b: Any, c: Any, *, arch: str, instruction: str, scale_a: Any = N
         sav = sap = np.ones((ins.m, 1))
         sbv = sbp = np.ones((1, ins.n))
     tile = _Tile(_Plan(arch, ins.name, ins.k, None, True, True, False, False, "FP32", False, True, ins.k),
-                 av, alignment_powers(av, ins.a_format), bv, alignment_powers(bv, ins.b_format), cv,
+                 av, ap, bv, bp, cv,
                  sav, sap, sbv, sbp)
     acc = cv.copy()
     _chain(ins, tile, acc, 0, ins.k, first_c_type=True)
@@ -420,8 +413,8 @@ def matmul(a: Any, b: Any, c: Any = None, *, arch: str, instruction: str, promot
     if isinstance(tile, bool) or not isinstance(tile, int) or tile < 1:
         raise ValueError(f"tile must be a positive integer, got {tile!r}")
     out_name = _out_format(out_format)
-    require_representable(av, ins.a_format, "a", _context(ins, "a"))
-    require_representable(bv, ins.b_format, "b", _context(ins, "b"))
+    ap, span_a = checked_powers(av, ins.a_format, "a", _context(ins, "a"))
+    bp, span_b = checked_powers(bv, ins.b_format, "b", _context(ins, "b"))
 
     promote = promote_every
     if promote is not None:
@@ -466,13 +459,11 @@ def matmul(a: Any, b: Any, c: Any = None, *, arch: str, instruction: str, promot
         raise ValueError(f"{ins.name} takes C as .{ins.c_type} but returns D as .{ins.d_type}: D cannot be "
                          f"chained into the next instruction's C; use promote_every={ins.k} or an instruction "
                          f"whose C and D types agree")
+    ref_fixed = reference and _fixed_point(span_a, span_b, ins.block if ins.block_scaled else ref_block)
+    _check_budget(_cost(m, n, k, reference, ref_fixed), budget, m, n, k)
     cv = _check_c(c, m, n, ins.c_format if c_into_core else FP32, _context(ins, "c") if c_into_core
                   else "C is added in FP32")
-    ref_fixed = reference and _fixed_point(av, bv, ins, ins.block if ins.block_scaled else ref_block)
-    _check_budget(_cost(m, n, k, reference, ref_fixed), budget, m, n, k)
 
-    ap = alignment_powers(av, ins.a_format)
-    bp = alignment_powers(bv, ins.b_format)
     plan = _Plan(arch, ins.name, k, promote, c_into_core, c is not None, blockwise, epilogue, out_name,
                  bool(reference), ref_fixed, ref_block)
     boxes = _tiles(m, n, tile)
