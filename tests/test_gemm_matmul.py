@@ -343,6 +343,33 @@ def test_promotion_lowers_the_error_of_a_long_k() -> None:
     assert plain.max_rel_error() > 2.0**-13  # truncation biases every step down
 
 
+def test_ffma_rounds_once() -> None:
+    """FFMA(1 + 2^-23, −2^-24 (1 − 2^-23), 1 + 2^-23): the exact value 1 + 2^-24 + 2^-70 lies just
+    above the midpoint, so FP32 gives 1 + 2^-23; rounding to float64 first lands on the midpoint
+    itself and would give 1 (the tie to even)."""
+    a, b, c = 1 + 2.0**-23, -(2.0**-24) * (1 - 2.0**-23), 1 + 2.0**-23
+    assert ffma(a, b, c) == 1 + 2.0**-23
+    assert K.f32_fma(a, b, c) == 1 + 2.0**-23
+    rng = np.random.default_rng(13)
+    for _ in range(200):
+        x, y, z = (float(np.float32(v)) for v in rng.standard_normal(3) * 2.0 ** rng.integers(-30, 30, 3))
+        assert K.f32_fma(x, y, z) == ffma(x, y, z)
+
+
+def test_exact_reference_rounds_ties_to_even() -> None:
+    """1 + 2^-53 is the midpoint of 1 and its float64 neighbour: the even one, 1; 1 + 2^-52 + 2^-53
+    goes up to 1 + 2^-51; a bit below the tie decides it."""
+    name = "wgmma.m64n8k16.f32.bf16.bf16"
+    a = np.zeros((3, 16))
+    b = np.ones((16, 1))
+    a[0, :2] = 1.0, 2.0**-53
+    a[1, :3] = 1.0, 2.0**-52, 2.0**-53
+    a[2, :3] = 1.0, 2.0**-53, 2.0**-120
+    res = gemm.matmul(a, b, arch="hopper", instruction=name)
+    assert res.exact is not None
+    assert list(res.exact[:, 0]) == [1.0, 1 + 2.0**-51, 1 + 2.0**-52]
+
+
 def test_result_to_dict_is_strict_json() -> None:
     res = gemm.matmul(np.ones((2, 32)), np.ones((32, 2)), arch="hopper", instruction=HOPPER_FP8)
     d = res.to_dict()

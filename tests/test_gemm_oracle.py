@@ -125,6 +125,19 @@ def test_issue_example_hopper_keeps_13_bits_of_c() -> None:
     assert np.all(d == np.float32(1 + 2.0**-20 + 2.0**-13))
 
 
+def test_a_negative_result_below_fp32_returns_plus_zero() -> None:
+    """BF16 products of −2^-151 with C = 0: the window sits at the zero exponent (−133), the sum
+    is kept, and rounding it toward zero to FP32 (quantum 2^-149) gives −0, which the unit returns
+    as +0."""
+    name = "wgmma.m64n8k16.f32.bf16.bf16"
+    a = np.zeros((64, 16))
+    b = np.zeros((16, 8))
+    a[:, 0], b[0, :] = -(2.0**-75), 2.0**-76
+    want = mmasim_mma("hopper", name, a, b, np.zeros((64, 8)))
+    got = ours_bits(gemm.mma(a, b, np.zeros((64, 8)), arch="hopper", instruction=name))
+    assert not want.any() and np.array_equal(got, want)
+
+
 SCALAR_CASES = [("hopper", "wgmma.m64n8k32.f32.e4m3.e4m3"), ("hopper", "wgmma.m64n8k16.f16.f16.f16"),
                 ("ada", "mma.m16n8k32.f32.e5m2.e4m3.f32"), ("volta", "mma.m8n8k4.f32.f16.f16.f16"),
                 ("ampere", "mma.m16n8k8.f32.tf32.tf32.f32"), ("hopper", "wgmma.m64n8k16.f32.bf16.bf16"),

@@ -57,7 +57,7 @@ def _jit(**flags: Any) -> Callable[[Callable[..., Any]], Any]:
 # ------------------------------------------------------------------------------------------------
 
 def _bits_typer(typingctx: Any, x: Any) -> Any:
-    if not (isinstance(x, nbtypes.Float) and x.bitwidth == 64):
+    if not (isinstance(x, nbtypes.Float) and getattr(x, "bitwidth", 0) == 64):
         return None
 
     def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
@@ -67,7 +67,7 @@ def _bits_typer(typingctx: Any, x: Any) -> Any:
 
 
 def _float_typer(typingctx: Any, b: Any) -> Any:
-    if not (isinstance(b, nbtypes.Integer) and b.bitwidth == 64):
+    if not (isinstance(b, nbtypes.Integer) and getattr(b, "bitwidth", 0) == 64):
         return None
 
     def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:

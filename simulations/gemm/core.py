@@ -53,7 +53,7 @@ import numpy as np
 
 from lowprec import formats
 from lowprec.config import CLI_BUDGET, Budget, Cost
-from lowprec.formats import BF16, FP16, FP32, CastPolicy, FloatFormat
+from lowprec.formats import BF16, FP16, FP32, CastPolicy, FloatFormat, NanPayload, Overflow, Rounding
 
 from . import _kernels as K
 from .isa import Alignment, Instruction, get_instruction
@@ -64,8 +64,8 @@ __all__ = ["DEFAULT_TILE", "GemmResult", "OUTPUT_CAST", "OUT_FORMATS", "mma", "m
 OUT_FORMATS: dict[str, FloatFormat] = {"FP32": FP32, "BF16": BF16, "FP16": FP16}
 #: the output cast of a CUDA epilogue: nearest even, ±Inf on overflow, NaN → all-ones payload
 #: (the sign is cleared first), i.e. 0x7FFFFFFF / 0x7FFF as NVIDIA's conversions return it
-OUTPUT_CAST = CastPolicy(rounding="nearest_even", overflow="nonfinite", nan_payload="all_ones",
-                         name="cuda_rn")
+OUTPUT_CAST = CastPolicy(rounding=Rounding.NEAREST_EVEN, overflow=Overflow.NONFINITE,
+                         nan_payload=NanPayload.ALL_ONES, name="cuda_rn")
 DEFAULT_TILE = 128
 #: conservative throughputs (multiply-adds per second on one loaded core) for the budget estimate
 MODEL_RATE = 40e6
