@@ -145,8 +145,8 @@ def random_scales(rng: np.random.Generator, ptx: str, shape: tuple[int, ...], *,
 # adversarial operands (every value exact in its type)
 # ------------------------------------------------------------------------------------------------
 
-ADVERSARIAL = ("spread", "cancellation", "c_dominates", "below_window", "subnormal", "carries",
-               "c_low_bits", "specials", "zero_c_tiny")
+ADVERSARIAL = ("spread", "cancellation", "c_dominates", "below_window", "subnormal", "subnormal_times_normal",
+               "carries", "c_low_bits", "specials", "zero_c_tiny")
 
 
 def _pick(rng: np.random.Generator, fmt: FloatFormat, shape: tuple[int, ...], lo: float, hi: float) -> np.ndarray:
@@ -200,6 +200,12 @@ def adversarial(rng: np.random.Generator, ins: gemm.Instruction, case: str
         a = _pick(rng, fa, (m, k), 0.0, fa.smallest_normal * (1 - 2.0**-fa.mantissa_bits))
         b = _pick(rng, fb, (k, n), 0.0, fb.smallest_normal * (1 - 2.0**-fb.mantissa_bits))
         c = _pick(rng, fc, (m, n), 0.0, fc.smallest_normal * 4)
+    elif case == "subnormal_times_normal":  # a subnormal times a large normal sets e_max: its clamped
+        # exponent (emin, not its leading bit) decides how far the other products fall
+        a = _pick(rng, fa, (m, k), 0.0, fa.smallest_normal * (1 - 2.0**-fa.mantissa_bits))
+        a[:, 1::2] = _pick(rng, fa, (m, k - k // 2), 0.0, 1.0)
+        b = _pick(rng, fb, (k, n), 0.0, np.inf)
+        c = _pick(rng, fc, (m, n), 0.0, 1.0)
     elif case == "carries":  # all products just below a power of two: the sum carries upward
         top_a = np.max(_pick(rng, fa, (64,), 1.0, 2.0 - 2.0**-fa.mantissa_bits))
         top_b = np.max(_pick(rng, fb, (64,), 1.0, 2.0 - 2.0**-fb.mantissa_bits))
