@@ -177,7 +177,9 @@ def test_output_casts_are_nearest_even_with_canonical_nan() -> None:
     acc = gemm.matmul(a, b, arch="hopper", instruction=HOPPER_FP8).d
     for fmt, dtype in (("BF16", ml_dtypes.bfloat16), ("FP16", np.float16)):
         res = gemm.matmul(a, b, arch="hopper", instruction=HOPPER_FP8, out_format=fmt)
-        assert res.d.dtype == dtype and np.array_equal(bits(res.d), bits(acc.astype(dtype)))
+        with np.errstate(over="ignore"):  # numpy's FP16 cast overflows to Inf, as it should
+            want = acc.astype(dtype)
+        assert res.d.dtype == dtype and np.array_equal(bits(res.d), bits(want))
     assert np.isinf(gemm.matmul(a, b, arch="hopper", instruction=HOPPER_FP8, out_format="fp16").d[0, 0])
     e5 = gemm.get_instruction("hopper", "wgmma.m64n8k32.f32.e5m2.e5m2")
     x = np.zeros((2, 32))
