@@ -465,3 +465,18 @@ def test_other_bad_arguments() -> None:
     with pytest.raises(ValueError, match="has no reference"):
         gemm.matmul(np.ones((1, 32)), np.ones((32, 1)), arch="hopper", instruction=HOPPER_FP8,
                     reference=False).max_abs_error()
+
+
+@pytest.mark.slow
+def test_the_benchmark_runs_and_agrees_with_mmasim() -> None:
+    """`lowprec bench gemm --quick`: every comparison bit-identical (the speed figures are its job)."""
+    from lowprec.app.commands.bench_cmd import BENCHMARKS
+    from lowprec.benchmarks import gemm as bench
+
+    assert BENCHMARKS["gemm"] == "lowprec.benchmarks.gemm"
+    res = bench.run(quick=True)
+    versus = res["versus mmasim"]
+    if "skipped" not in versus:
+        assert all(v["bit_identical"] for k, v in versus.items() if isinstance(v, dict))
+    big = res["256^3 E4M3 Hopper GEMM (quick)"]
+    assert big["2 threads bit-identical"] and big["2-process pool bit-identical"]
