@@ -3,6 +3,8 @@
 `gpu.kernels.fp8_gemm` computes `C = (Σ_k A[m,k]·B[k,n]) · a_decode_scale[m] · b_decode_scale[n]`
 from fp8 operands with FP32 accumulation; `reference_gemm` gives C and |A|·|B| in float64 from the
 exact dequantized operands, and `gemm_error_bound` the bound |C - C_ref| the kernel must meet.
+The bit-exact model of the tensor-core products themselves (what each instruction returns) is
+`lowprec.simulations.gemm`.
 """
 
 from __future__ import annotations

@@ -26,6 +26,7 @@ BENCHMARKS: dict[str, str] = {
     "app": "lowprec.app.bench",
     "isolation": "lowprec.app.bench_isolation",
     "budgets": "lowprec.benchmarks.budgets",
+    "gemm": "lowprec.benchmarks.gemm",
 }
 
 
