@@ -19,13 +19,16 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import re
 import sys
 from dataclasses import dataclass
-from typing import Any, NoReturn, Sequence
+from decimal import Decimal
+from fractions import Fraction
+from typing import Any, Callable, NoReturn, Sequence
 
 from lowprec.extras import missing_dependency
 
-__all__ = ["COMMANDS", "Command", "CommandParser", "build_parser", "command_parser", "main"]
+__all__ = ["COMMANDS", "Command", "CommandParser", "build_parser", "command_parser", "help_with_default", "integer_option", "main"]
 
 
 @dataclass(frozen=True)
@@ -40,7 +43,7 @@ class Command:
 #: every subcommand, in help order
 COMMANDS: tuple[Command, ...] = (
     Command("formats", "lowprec.app.commands.formats_cmd",
-            "list formats with their properties, or one format's code table"),
+            "list formats, show some formats' properties, or one format's code table"),
     Command("cast", "lowprec.app.commands.cast_cmd",
             "encode values in a format: bits, value, error and rounding bin"),
     Command("simulate", "lowprec.app.commands.simulate_cmd",
@@ -64,24 +67,31 @@ _BY_NAME = {c.name: c for c in COMMANDS}
 
 
 class DefaultsHelpFormatter(argparse.HelpFormatter):
-    """Every option's help ends with its default: `(default: 5006)`, `(default: off)` for a flag,
-    `(default: none)` for an option that is off unless given. Help that states its default already
-    (config-record knobs do) is left alone."""
+    """Every option's help ends with its default: `(default: 5006)`, `(default: off)` for a flag
+    or for an option that does nothing unless given (default None). Help that states its default
+    already (config-record knobs do) is left alone, and so is help that says the argument is
+    required. A positional argument shows a default only when it has a real one: a required
+    positional, or an optional one whose absence means "not given" (`formats [FORMAT]`), has none
+    to show."""
 
     def _get_help_string(self, action: argparse.Action) -> str:
-        text = action.help or ""
-        if "default" in text.lower() or action.default is argparse.SUPPRESS:
-            return text
-        if not action.option_strings and action.nargs not in (argparse.OPTIONAL, argparse.ZERO_OR_MORE):
-            return text  # a required positional has no default
-        default = action.default
-        if isinstance(default, bool):
-            shown = "on" if default else "off"
-        elif default is None or default == []:
-            shown = "none"
-        else:
-            shown = "%(default)s"
-        return f"{text} (default: {shown})" if text else f"default: {shown}"
+        return help_with_default(action)
+
+
+def help_with_default(action: argparse.Action) -> str:
+    """`action`'s help as `DefaultsHelpFormatter` prints it (see there)."""
+    text = action.help or ""
+    if "default" in text.lower() or "required" in text.lower() or action.default is argparse.SUPPRESS:
+        return text
+    default = action.default
+    absent = default is None or default == []
+    if not action.option_strings and (absent or action.nargs not in (argparse.OPTIONAL, argparse.ZERO_OR_MORE)):
+        return text  # a positional: required, or nothing when left out
+    if isinstance(default, bool) or absent:
+        shown = "on" if default is True else "off"
+    else:
+        shown = "%(default)s"
+    return f"{text} (default: {shown})" if text else f"default: {shown}"
 
 
 class CommandParser(argparse.ArgumentParser):
@@ -101,6 +111,27 @@ class CommandParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def integer_option(lo: int, hi: int) -> Callable[[str], int]:
+    """An argparse `type` for a bounded count: decimal digits (`50000`, `50_000`) or an exact
+    integer in scientific notation (`5e4`); outside `lo … hi`, or not an integer, it is refused in
+    one line naming the option (`argument --n-random: must be an integer 0 … 10000000, got '1e10'`)."""
+
+    def parse(text: str) -> int:
+        t = text.strip().replace("_", "")
+        value: int | None = None
+        if re.fullmatch(r"[+-]?\d+", t):
+            value = int(t)
+        elif re.fullmatch(r"[+-]?(\d+\.?\d*|\.\d+)[eE][+-]?\d{1,4}", t):
+            exact = Fraction(Decimal(t))
+            value = int(exact) if exact.denominator == 1 else None
+        if value is None or not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"must be an integer {lo} … {hi}, got {text!r}")
+        return value
+
+    parse.__name__ = "integer"  # argparse names the type in some messages
+    return parse
 
 
 class _VersionAction(argparse.Action):
