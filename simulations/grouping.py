@@ -472,12 +472,18 @@ def summary_lines(result: GroupingResult) -> list[str]:
         raise TypeError(f"result must be a GroupingResult, got {type(result).__name__}")
     s = result.study
     if isinstance(s, OutlierStudy):
-        lines = [f"{s.fmt} {s.shape[0]}×{s.shape[1]}, outlier {s.outlier_value:g} at {s.outlier_index}: "
-                 f"per-tensor rms rel error {_fmt(s.per_tensor_rms_rel_error)} "
-                 f"({_fmt(s.baseline_rms_rel_error)} without the outlier)"]
+        tensor = next((e for e in s.entries if e.n_groups == 1), None)
+        ordinary = (f"; its other elements {_fmt(tensor.ordinary_rms_rel_error)}" if tensor is not None else "")
+        lines = [f"{s.fmt} {s.shape[0]}×{s.shape[1]} standard normal, one outlier {s.outlier_value:g} at "
+                 f"{s.outlier_index}; rms rel error = ‖x̂ − x‖ / ‖x‖ over the elements named:",
+                 f"  one scale per tensor, without the outlier: {_fmt(s.baseline_rms_rel_error)} (the baseline)",
+                 f"  one scale per tensor, with it: {_fmt(s.per_tensor_rms_rel_error)} over the whole tensor "
+                 f"(the outlier is most of ‖x‖){ordinary}"]
         for e in s.entries:
-            lines.append(f"{e.granularity:>12}: rms rel error {_fmt(e.report.rms_rel_error)}, outlier group "
-                         f"{_fmt(e.outlier_group_rms_rel_error)}, others {_fmt(e.other_groups_rms_rel_error)}, "
+            others = (f"the other groups' median {_fmt(e.other_groups_rms_rel_error)}" if e.n_groups > 1
+                      else "no other group")
+            lines.append(f"{e.granularity:>12}: whole tensor {_fmt(e.report.rms_rel_error)}, the outlier's group "
+                         f"(its other elements) {_fmt(e.outlier_group_rms_rel_error)}, {others}, "
                          f"{e.bits_per_element:.4g} bits/element")
         return lines
     if isinstance(s, ScaleChoiceStudy):

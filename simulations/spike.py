@@ -183,9 +183,9 @@ def summary_lines(result: StreamResult) -> list[str]:
     c = result.columns()
     at = cfg.spike_step if cfg.stream == "spike" else int(np.argmax(result.amax))
     where = f"at step {at}" + ("" if cfg.stream == "spike" else " (the largest amax)")
-    return [f"steps: {result.steps}; {where}: delayed clipped {c['delayed_clipped_fraction'][at]:.4g}, "
-            f"current clipped {c['current_clipped_fraction'][at]:.4g}; delayed scale sized for >2× the amax on "
-            f"{result.reduced_steps()} steps"]
+    return [f"steps: {result.steps}; {where}: delayed scaling clips {c['delayed_clipped_fraction'][at]:.1%} of "
+            f"the tensor, current scaling {c['current_clipped_fraction'][at]:.1%}; the delayed scale is sized for "
+            f"more than 2× the amax on {result.reduced_steps()} steps"]
 
 
 SIMULATION: Simulation[SpikeConfig, StreamResult] = Simulation(

@@ -44,7 +44,7 @@ from typing import Any, Iterator, Protocol, Sequence
 
 import numpy as np
 
-from .tensors import FLOAT_DTYPES, ArrayRows, Inventory, LabReadError, Skipped, TensorRef, matrix_shape, widen
+from .tensors import ANALYSED_DTYPES, FLOAT_DTYPES, ArrayRows, Inventory, LabReadError, Skipped, TensorRef, matrix_shape, widen
 
 __all__ = [
     "FLOAT_DTYPES",
@@ -163,7 +163,7 @@ def _numpy_skip_reason(dt: np.dtype) -> str:
         return f"big-endian dtype {dt.str}"
     kinds = {"i": "integer", "u": "unsigned integer", "b": "boolean", "c": "complex", "U": "text", "S": "bytes",
              "M": "datetime", "m": "timedelta"}
-    return f"{kinds.get(dt.kind, 'non-float')} dtype {dt.name} (the lab analyses BF16, FP16, FP32, FP64)"
+    return f"{kinds.get(dt.kind, 'non-float')} dtype {dt.name} ({ANALYSED_DTYPES})"
 
 
 def _read_npy_header(fh: Any, where: str) -> tuple[tuple[int, ...], bool, np.dtype]:
@@ -258,7 +258,7 @@ def _scan_safetensors(path: str, inv: Inventory) -> None:
     for name, code, shape in listing:
         ours = _SAFETENSORS_DTYPES.get(code)
         if ours is None:
-            inv.skipped.append(Skipped(path, name, f"dtype {code} (the lab analyses BF16, F16, F32, F64)",
+            inv.skipped.append(Skipped(path, name, f"dtype {code} ({ANALYSED_DTYPES})",
                                        shape, code))
             continue
         begin = int(header[name]["data_offsets"][0])

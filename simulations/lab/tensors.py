@@ -12,7 +12,7 @@ from typing import Any, Sequence
 import ml_dtypes
 import numpy as np
 
-__all__ = ["ArrayRows", "FLOAT_DTYPES", "Inventory", "LabReadError", "Skipped", "TensorRef", "matrix_shape", "widen"]
+__all__ = ["ANALYSED_DTYPES", "ArrayRows", "FLOAT_DTYPES", "Inventory", "LabReadError", "Skipped", "TensorRef", "matrix_shape", "widen"]
 
 #: the dtypes the lab analyses, by our name → numpy dtype of the stored bytes
 FLOAT_DTYPES: dict[str, Any] = {
@@ -21,6 +21,8 @@ FLOAT_DTYPES: dict[str, Any] = {
     "FP32": np.dtype(np.float32),
     "FP64": np.dtype(np.float64),
 }
+#: what a skipped tensor's reason says the lab reads: one spelling (our format names), from FLOAT_DTYPES
+ANALYSED_DTYPES = "the lab analyses " + ", ".join(FLOAT_DTYPES)
 
 
 class LabReadError(ValueError):

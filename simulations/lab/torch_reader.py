@@ -25,7 +25,7 @@ import numpy as np
 
 from lowprec.extras import missing_dependency
 
-from .tensors import ArrayRows, Inventory, LabReadError, Skipped, TensorRef
+from .tensors import ANALYSED_DTYPES, ArrayRows, Inventory, LabReadError, Skipped, TensorRef
 
 __all__ = ["load_state_dict", "scan_state_dict", "state_dict_rows"]
 
@@ -103,8 +103,7 @@ def scan_state_dict(path: str, inv: Inventory) -> None:
         elif value.is_quantized:
             inv.skipped.append(Skipped(path, name, "quantized tensor", shape, dtype))
         elif dtype not in _TORCH_DTYPES:
-            inv.skipped.append(Skipped(path, name, f"dtype {dtype} (the lab analyses bfloat16, float16, float32, "
-                                                   "float64)", shape, dtype))
+            inv.skipped.append(Skipped(path, name, f"dtype {dtype} ({ANALYSED_DTYPES})", shape, dtype))
         else:
             inv.tensors.append(TensorRef(path, name, "torch", shape, _TORCH_DTYPES[dtype], -1))
 
