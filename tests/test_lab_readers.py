@@ -235,8 +235,10 @@ def test_state_dict_without_torch_names_the_extra(tmp_path: Path) -> None:
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 2, r.stderr
     line = r.stderr.strip()
+    from lowprec.extras import install_command  # the command that works for this install
+
     assert line == (f"lowprec: error: reading the PyTorch file {tmp_path / 'w.pt'} needs torch, which is not "
-                    "installed: pip install 'lowprec[torch]'"), line
+                    f"installed: {install_command('torch')}"), line
 
 
 # ------------------------------------------------------------------------------------------------
