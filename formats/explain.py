@@ -117,6 +117,9 @@ _OVERFLOWS = tuple(o.value for o in Overflow)
 
 def power_of_two_text(value: float) -> str:
     """Exact value as a fraction times a power of two: 448 → '7/4 × 2^8', 0.3125 → '5/4 × 2^-2'."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"value must be a real number, got {value!r}")
+    value = float(value)
     if value != value:
         return "NaN"
     if value in (math.inf, -math.inf):
@@ -206,6 +209,9 @@ def resolve_policy(fmt: str | Format, convention: str | None = None, rounding: s
     "default" when `convention` is None or ''; then each override ('' / None keeps the base's) that
     differs from the base's own mode, the result named `<base>+custom`. See the module docstring."""
     f = get_format(fmt)
+    for name, given in (("convention", convention), ("rounding", rounding), ("overflow", overflow)):
+        if given is not None and not isinstance(given, str):
+            raise TypeError(f"{name} must be a name (text) or None, got {given!r}")
     if convention:
         if convention not in CONVENTIONS:
             raise ValueError(f"unknown convention {convention!r}; known: {', '.join(CONVENTIONS)}")
@@ -505,6 +511,8 @@ def explain_value(text: str, fmt: str | Format = "E4M3FN", convention: str | Non
     policy = resolve_policy(f, convention, rounding, overflow)
     main = _cast(f, text, x, scale, policy, seed)
     if code is not None:
+        if isinstance(code, bool) or not isinstance(code, (int, np.integer)):
+            raise TypeError(f"code must be an integer or None, got {code!r}")
         if not 0 <= code < f.n_codes:
             raise ValueError(f"code {code} is out of range for {f.name} (0..{f.n_codes - 1})")
         cv = code_value(f, code)

@@ -118,6 +118,10 @@ def make_inputs(seq: int = 128, head_dim: int = 64, *, temperature: float = 1.0,
     v_outlier_scale = _finite_float("v_outlier_scale", v_outlier_scale)
     if mask not in MASKS:
         raise ValueError(f"mask={mask!r} is not one of {', '.join(map(repr, MASKS))}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"seed must be an integer, got {seed!r}")
+    if seed < 0:
+        raise ValueError(f"seed must be ≥ 0, got {seed}")
     rng = np.random.default_rng(seed)
     scores = rng.standard_normal((seq, seq)) / temperature
     values = rng.standard_normal((seq, head_dim))
