@@ -116,7 +116,7 @@ def _format_names(value: Any, name: str) -> list[str]:
     if isinstance(value, (str, bytes)) or not isinstance(value, (Sequence, np.ndarray)):
         raise TypeError(f"{name} must be a sequence of format names such as ('E4M3FN', 'E5M2'), got {value!r}")
     items = list(value)
-    if not items or not all(isinstance(v, (str, Format)) for v in items):
+    if not items or not all(isinstance(v, (str, formats.FloatFormat, formats.IntFormat)) for v in items):
         raise TypeError(f"{name} must be a non-empty sequence of format names such as ('E4M3FN', 'E5M2'), "
                         f"got {value!r}")
     return [_scaled_format(v, name).name for v in items]
