@@ -108,9 +108,22 @@ def test_cast_is_generated_from_the_bin_explorers_record() -> None:
     assert f"(default: {DEFAULT_CONVENTION})" in options["convention"].help
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert f"one default convention, `{DEFAULT_CONVENTION}`" in " ".join(readme.split())
-    # the default convention is what an unqualified cast uses: ml_dtypes turns 465 into NaN
+    # the default convention is what an unqualified cast uses, with the convention's own rounding:
+    # ml_dtypes turns 465 into NaN in E4M3FN and rounds the E8M0 tie 3 up to 4 (nearest-even: 2)
     assert explain_cast("465", "E4M3FN").code == 0x7F == int(
         np.float32(465).astype(ml_dtypes.float8_e4m3fn).view(np.uint8))
+    e8m0_3 = int(np.float32(3).astype(ml_dtypes.float8_e8m0fnu).view(np.uint8))
+    assert explain_cast("3", "E8M0").code == e8m0_3 == 0x81
+    assert cli.main(["cast", "E8M0", "3", "--json"]) == 0
+
+
+def test_cast_defaults_are_the_conventions_own(capsys: pytest.CaptureFixture[str]) -> None:
+    """No option given: the ml_dtypes convention with its own rounding and overflow, named so."""
+    rc, out, _ = _run(["cast", "E8M0", "3", "0.75", "--json"], capsys)
+    rows = strictjson.loads(out)
+    want = np.float32([3, 0.75]).astype(ml_dtypes.float8_e8m0fnu).view(np.uint8).tolist()
+    assert rc == 0 and [r["code"] for r in rows] == want == [0x81, 0x7F]
+    assert rows[0]["policy"]["name"] == "ml_dtypes" and rows[0]["policy"]["rounding"] == "nearest_away"
 
 
 # ---- help ---------------------------------------------------------------------------------------

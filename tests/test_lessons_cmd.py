@@ -157,7 +157,9 @@ def test_cached_records_are_the_computed_ones_and_any_change_is_a_miss(tmp_path:
     folder = write_lesson_folder(tmp_path / "lessons")
     cache = tmp_path / "cache"
     fresh = lowprec("lessons", "--json", "--root", str(folder))  # no cache
-    first = lowprec("lessons", "--json", "--root", str(folder), cache=cache)
+    outline = lowprec("lessons", "--root", str(folder), cache=cache)  # an outline is cached first …
+    assert outline.returncode == 0 and "(code)\n" in outline.stdout
+    first = lowprec("lessons", "--json", "--root", str(folder), cache=cache)  # … and never serves --json
     assert fresh.returncode == first.returncode == 0 and first.stdout == fresh.stdout
     (entry,) = (cache / "lessons").iterdir()
     rc, again, mods = _imports_after(["lessons", "--json", "--root", str(folder)], cache)
