@@ -51,7 +51,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("examples", "lowprec.app.commands.examples_cmd",
             "list the worked examples (named numbers) lessons quote"),
     Command("lessons", "lowprec.app.commands.lessons_cmd",
-            "list the lessons: goal, predictions and exercises with their computed answers"),
+            "list the lessons: goal, predictions and exercises (--answers, --json: their computed answers)"),
     Command("analyze", "lowprec.app.commands.analyze_cmd",
             "run your own tensors (.npy, .npz, .safetensors, state dicts) through every recipe"),
     Command("crosscheck", "lowprec.app.commands.crosscheck_cmd",

@@ -33,6 +33,8 @@ import numpy as np
 import pytest
 
 from lowprec.app.commands import export_cmd
+from lowprec.config import fields_of
+from lowprec.formats.explain import ExplainConfig
 from lowprec.app.export import PAGE_LIMIT, SITE_LIMIT, ExportError, available_routes, export, page_file, site_size
 from tests.browser import CHROMIUM, COMPLETE_JS, READY_JS, WatchedPage, answer_every_prediction, check_site_page
 from tests.browser import CHROMIUM_ARGS as CHROMIUM_BASE_ARGS
@@ -299,8 +301,9 @@ def _typed_values(seed: int = 0) -> list[str]:
     return TYPED + extra
 
 
-#: the bin explorer's own rounding setting (ExplainConfig's default), which the exported pages keep
-PAGE_ROUNDING = "nearest_even"
+#: the bin explorer's own rounding setting (ExplainConfig's default: '' keeps the convention's own),
+#: which the exported pages keep
+PAGE_ROUNDING = next(k.default for k in fields_of(ExplainConfig) if k.name == "rounding")
 
 
 def _expected_code(text: str, fmt: str, convention: str) -> int | None:
