@@ -14,7 +14,7 @@ import argparse
 from typing import Any
 
 from lowprec import strictjson
-from lowprec.app.cli import integer_option
+from lowprec.app.commands.argtypes import integer_option
 from lowprec.app.commands.progress import ProgressBar
 from lowprec.gpu import crosscheck
 from lowprec.gpu.backends import backend_names

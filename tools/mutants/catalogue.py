@@ -392,7 +392,7 @@ _CATALOGUE: tuple[Mutant, ...] = (
            "if not action.option_strings and action.nargs not in (argparse.OPTIONAL, argparse.ZERO_OR_MORE):",
            "an optional positional that means 'not given' is shown with '(default: none)'",
            ("tests/test_cli_rough_edges.py",), "help"),
-    Mutant("cli-integer-option-unbounded", "app/cli.py",
+    Mutant("cli-integer-option-unbounded", "app/commands/argtypes.py",
            "        if value is None or not lo <= value <= hi:",
            "        if value is None:",
            "a count option accepts any integer (crosscheck --n-random 1e10 reaches the vectors)",
