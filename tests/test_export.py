@@ -429,7 +429,8 @@ def test_exported_bin_explorer_columns_equal_the_served_ones(request: pytest.Fix
     keys = ("bits", "summary", "bins", "points", "ties", "marker", "compare_points", "gap_marker", "table")
     for fmt, conv, text in [("E4M3FN", "ml_dtypes", "3.3"), ("E4M3FN", "torch", "465"), ("E5M2", "ocp", "-0"),
                             ("E2M1", "ml_dtypes", "nan"), ("E8M0", "torch", "0"), ("E4M3FN", "ml_dtypes", "1e-3"),
-                            ("INT8", "ocp", "-100.5"), ("E3M2", "triton_nvidia", "1e9"), ("E5M2", "torch", "inf")]:
+                            ("INT8", "ocp", "-100.5"), ("E3M2", "triton_nvidia", "1e9"), ("E5M2", "torch", "inf"),
+                            ("E4M3FN", "torch", "-inf"), ("E5M2", "ml_dtypes", "-70000")]:  # infinitely wrong: inf
         e.set(fmt, conv, text)
         got = w.page.evaluate("() => window.lowprecBinExplorers[0].lastSources")
         want = _python_columns(text, fmt, conv, compare, scale)
