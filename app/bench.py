@@ -187,7 +187,9 @@ def pages_report(quick: bool = False, loads: int = 3, site: str | None = None,
     try:  # playwright is a test dependency, not one of lowprec's
         import playwright  # noqa: F401
     except ModuleNotFoundError:
-        return {"page_ready": "n/a (playwright is not installed: pip install 'lowprec[test]')"}
+        from lowprec.extras import not_installed
+
+        return {"page_ready": f"n/a ({not_installed('playwright')})"}
     if not os.path.exists(CHROMIUM):
         return {"page_ready": f"n/a ({CHROMIUM} missing)"}
     import tempfile

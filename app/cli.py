@@ -25,7 +25,7 @@ from typing import Any, NoReturn, Sequence
 
 from lowprec.extras import missing_dependency
 
-__all__ = ["COMMANDS", "Command", "CommandParser", "build_parser", "command_parser", "main"]
+__all__ = ["COMMANDS", "Command", "CommandParser", "build_parser", "command_parser", "help_with_default", "main"]
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ class Command:
 #: every subcommand, in help order
 COMMANDS: tuple[Command, ...] = (
     Command("formats", "lowprec.app.commands.formats_cmd",
-            "list formats with their properties, or one format's code table"),
+            "list formats, show some formats' properties, or one format's code table"),
     Command("cast", "lowprec.app.commands.cast_cmd",
             "encode values in a format: bits, value, error and rounding bin"),
     Command("simulate", "lowprec.app.commands.simulate_cmd",
@@ -48,7 +48,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("examples", "lowprec.app.commands.examples_cmd",
             "list the worked examples (named numbers) lessons quote"),
     Command("lessons", "lowprec.app.commands.lessons_cmd",
-            "list the lessons: goal, predictions and exercises with their computed answers"),
+            "list the lessons: goal, predictions and exercises (--answers, --json: their computed answers)"),
     Command("analyze", "lowprec.app.commands.analyze_cmd",
             "run your own tensors (.npy, .npz, .safetensors, state dicts) through every recipe"),
     Command("crosscheck", "lowprec.app.commands.crosscheck_cmd",
@@ -64,24 +64,31 @@ _BY_NAME = {c.name: c for c in COMMANDS}
 
 
 class DefaultsHelpFormatter(argparse.HelpFormatter):
-    """Every option's help ends with its default: `(default: 5006)`, `(default: off)` for a flag,
-    `(default: none)` for an option that is off unless given. Help that states its default already
-    (config-record knobs do) is left alone."""
+    """Every option's help ends with its default: `(default: 5006)`, `(default: off)` for a flag
+    or for an option that does nothing unless given (default None). Help that states its default
+    already (config-record knobs do) is left alone, and so is help that says the argument is
+    required. A positional argument shows a default only when it has a real one: a required
+    positional, or an optional one whose absence means "not given" (`formats [FORMAT]`), has none
+    to show."""
 
     def _get_help_string(self, action: argparse.Action) -> str:
-        text = action.help or ""
-        if "default" in text.lower() or action.default is argparse.SUPPRESS:
-            return text
-        if not action.option_strings and action.nargs not in (argparse.OPTIONAL, argparse.ZERO_OR_MORE):
-            return text  # a required positional has no default
-        default = action.default
-        if isinstance(default, bool):
-            shown = "on" if default else "off"
-        elif default is None or default == []:
-            shown = "none"
-        else:
-            shown = "%(default)s"
-        return f"{text} (default: {shown})" if text else f"default: {shown}"
+        return help_with_default(action)
+
+
+def help_with_default(action: argparse.Action) -> str:
+    """`action`'s help as `DefaultsHelpFormatter` prints it (see there)."""
+    text = action.help or ""
+    if "default" in text.lower() or "required" in text.lower() or action.default is argparse.SUPPRESS:
+        return text
+    default = action.default
+    absent = default is None or default == []
+    if not action.option_strings and (absent or action.nargs not in (argparse.OPTIONAL, argparse.ZERO_OR_MORE)):
+        return text  # a positional: required, or nothing when left out
+    if isinstance(default, bool) or absent:
+        shown = "on" if default is True else "off"
+    else:
+        shown = "%(default)s"
+    return f"{text} (default: {shown})" if text else f"default: {shown}"
 
 
 class CommandParser(argparse.ArgumentParser):

@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import functools
 import re
-from importlib import resources
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Union
 
 from lowprec.config import fields_of
 
+from .lesson_files import DEFAULT_ROOT, LessonFolderError, check_lesson_folder, lesson_paths, slug_of
 from .lesson_blocks import (
     CLOSE_RE,
     OPEN_RE,
@@ -53,6 +53,8 @@ __all__ = [
     "LessonError",
     "MarkdownBlock",
     "WidgetDirective",
+    "check_lesson_folder",
+    "interactive_blocks",
     "load_lessons",
     "parse_directive",
     "parse_lesson",
@@ -60,10 +62,6 @@ __all__ = [
     "render_blocks",
 ]
 
-#: the lessons shipped with the package (package data `lowprec/content/lessons/*.md`; in a checkout,
-#: `content/lessons/` through the `lowprec/content` link). lowprec is installed unzipped, so the
-#: resource is a real folder.
-DEFAULT_ROOT = Path(str(resources.files("lowprec").joinpath("content", "lessons")))
 
 ParamValue = Union[str, int, float, bool]
 
@@ -87,7 +85,6 @@ _PLACEHOLDER_BODY_RE = re.compile(r"^\s*example:([A-Za-z_]\w*)(?:\.([A-Za-z_]\w*
 _INT_RE = re.compile(r"^[+-]?\d+$")
 _FLOAT_RE = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
 _FENCE_RE = re.compile(r"^\s*(```|~~~)")
-_SLUG_PREFIX_RE = re.compile(r"^\d+-")
 
 
 class LessonError(ValueError):
@@ -377,8 +374,15 @@ def _default_value_resolver() -> ValueResolver:
     return resolve
 
 
+def interactive_blocks(lesson: Lesson) -> list[WidgetDirective | RawBlock]:
+    """The lesson's widget directives and its predict/explain/exercise blocks as written, in order:
+    nothing is computed (no placeholder, no answer), so listing a course costs only its parsing."""
+    return [item for item in _scan(lesson) if not isinstance(item, tuple)]
+
+
 def render_blocks(
-    lesson: Lesson, *, resolve: Resolver | None = None, resolve_value: ValueResolver | None = None
+    lesson: Lesson, *, resolve: Resolver | None = None, resolve_value: ValueResolver | None = None,
+    markdown: bool = True,
 ) -> list[Block]:
     """The lesson body as Markdown blocks (placeholders replaced), widget directives and the
     interactive blocks (answers computed), in order.
@@ -386,7 +390,9 @@ def render_blocks(
     `resolve(name, field)` turns a placeholder into text; by default
     `simulations.examples.example(name).format(field)`. `resolve_value(name, field)` gives an
     answer's (value, text); by default the example's raw value and its text. Blank Markdown between
-    directives is dropped.
+    directives is dropped. `markdown=False` leaves out the Markdown and the explanations (and does
+    not compute their placeholders): the directives, predictions and exercises alone, what a
+    listing of the course's questions and answers needs.
     """
     resolver = resolve
     blocks: list[Block] = []
@@ -416,8 +422,11 @@ def render_blocks(
             continue
         if isinstance(item, RawBlock):
             flush()
-            blocks.append(_render_block(item, lesson, text_of, resolve_value))
+            if markdown or item.kind != "explain":
+                blocks.append(_render_block(item, lesson, text_of, resolve_value))
             pending_line = item.line + 1
+            continue
+        if not markdown:
             continue
         line_no, line = item
         line = text_of(line, line_no)
@@ -451,9 +460,10 @@ def load_lessons(root: Path | None = None) -> list[Lesson]:
     order or slug raise LessonError.
     """
     folder = Path(root) if root is not None else DEFAULT_ROOT
-    if not folder.is_dir():
-        raise LessonError(f"{folder}: lesson folder does not exist (a broken install?)")
-    paths = sorted(folder.glob("*.md"))
+    try:
+        paths = lesson_paths(folder, installed=root is None)
+    except LessonFolderError as exc:
+        raise LessonError(str(exc)) from None
     stamps = tuple((str(p), st.st_mtime_ns, st.st_size) for p in paths for st in (p.stat(),))
     # every served page asks for the lessons (course map, routes): parse them again only when a
     # file changed (Lesson is frozen, so the cached ones are shared safely; the list is a copy)
@@ -466,10 +476,8 @@ def _load_lessons_cached(folder: Path, stamps: tuple[tuple[str, int, int], ...])
     lessons: list[Lesson] = []
     for name, _, _ in stamps:
         path = Path(name)
-        slug = _SLUG_PREFIX_RE.sub("", path.stem)
+        slug = slug_of(path)
         lessons.append(parse_lesson(path.read_text(encoding="utf-8"), slug=slug, path=path))
-    if not lessons:
-        raise LessonError(f"{folder}: no lessons (*.md) in the lesson folder (a broken install?)")
     seen_order: dict[int, Path | None] = {}
     seen_slug: dict[str, Path | None] = {}
     for lesson in lessons:

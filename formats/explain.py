@@ -9,14 +9,19 @@ rounding bins, the log2 gap between neighbours, and the code table. Both faces c
 cannot disagree. The rules, stated once:
 
 - **Policy and its name** (`resolve_policy`): a named convention's policy (`policy_for`), or the
-  format's default policy (named "default") when no convention is given. A rounding or overflow
+  format's default policy (named "default") when the convention is None or ''. Both faces default
+  to one convention, `DEFAULT_CONVENTION` (`ml_dtypes`, the CPU reference every lowprec cast is
+  checked against): `explain_cast`, `explain_value`, the bin explorer's `ExplainConfig` and
+  `lowprec cast` (whose options are generated from that record). A rounding or overflow
   override that differs from the base policy's own mode gives a policy named `<base>+custom`
   (`torch+custom`); an override equal to the base's own mode changes nothing, name included.
 - **Errors**: `error = value − x` (one correctly rounded float64 subtraction), `abs_error = |error|`,
   `rel_error = abs_error / |x|`. At x = 0 (either sign) `rel_error` is 0 when the value is a zero
-  and +inf otherwise (a nonzero answer for zero is infinitely wrong, relatively). When x or the
-  value is NaN or ±Inf there is no finite distance: all three errors are nan (the class says
-  whether ±Inf stayed ±Inf).
+  and +inf otherwise (a nonzero answer for zero is infinitely wrong, relatively). Infinities: an
+  infinite x kept as the same infinity is exact (all three 0); an infinite x given a finite value
+  (a saturating cast), or a finite x given an infinity (an overflow), or the opposite infinity, is
+  infinitely wrong: `error` is ±inf (its sign that of value − x), `abs_error` and `rel_error` +inf.
+  NaN on either side is no distance at all: all three are nan.
 - **Scaled grid**: with `decode_scale = amax / F` the grid is the format's values times
   `decode_scale`; `x / decode_scale` is what is encoded, and value, errors and bins are in real
   units (`exact` and `formula` describe the code itself, before scaling).
@@ -55,10 +60,12 @@ __all__ = [
     "ExplainConfig",
     "BinView",
     "CastExplanation",
+    "DEFAULT_CONVENTION",
     "DEFAULT_POLICY_NAME",
     "TABLE_MAX_BITS",
     "WINDOW",
     "bit_fields",
+    "cast_text",
     "code_value",
     "explain_cast",
     "explain_value",
@@ -69,6 +76,8 @@ __all__ = [
     "window_bins",
 ]
 
+#: the convention every face uses when none is named (the bin explorer, `lowprec cast`, the functions here)
+DEFAULT_CONVENTION = "ml_dtypes"
 #: formats the bin view covers: every registered format with a code table (FP32's 2^32 codes are not)
 BIN_VIEW_FORMATS: tuple[str, ...] = tuple(f.name for f in ALL_FORMATS if f.bits <= 16)
 
@@ -80,9 +89,9 @@ class ExplainConfig:
 
     format: str = knob("E4M3FN", "format to cast to (every format up to 16 bits)", choices=BIN_VIEW_FORMATS)
     value: str = knob("3.3", "value to cast: 3.3, 1e-3, -0, inf, nan or a hex float 0x1.8p3")
-    convention: str = knob("ml_dtypes", "backend whose cast policy is used (edges: overflow, NaN, E8M0)",
-                           choices=tuple(CONVENTIONS))
-    rounding: str = knob("nearest_even", "rounding mode ('' keeps the convention's own)",
+    convention: str = knob(DEFAULT_CONVENTION, "backend whose measured cast policy is used (they differ at "
+                           "the edges: overflow, NaN, E8M0)", choices=tuple(CONVENTIONS))
+    rounding: str = knob("", "rounding mode ('' keeps the convention's own)",
                          choices=("",) + tuple(r.value for r in Rounding),
                          choice_labels=("(convention's)",) + tuple(r.value for r in Rounding))
     overflow: str = knob("", "overflow rule ('' keeps the convention's own: saturate or Inf/NaN)",
@@ -92,6 +101,8 @@ class ExplainConfig:
                                choices=("",) + BIN_VIEW_FORMATS, choice_labels=("(none)",) + BIN_VIEW_FORMATS)
     decode_scale: float = knob(1.0, "grid = format values × decode_scale (= amax / F); x is encoded as "
                                "x / decode_scale", bounds=(2.0**-126, 2.0**126))
+
+
 TABLE_MAX_BITS = 8  # the bin view lists the full code table for formats up to this width
 WINDOW = 6  # neighbouring values in the bin view on each side of the encoded one
 DEFAULT_POLICY_NAME = "default"  # the name of a format's default policy (no convention given)
@@ -106,6 +117,9 @@ _OVERFLOWS = tuple(o.value for o in Overflow)
 
 def power_of_two_text(value: float) -> str:
     """Exact value as a fraction times a power of two: 448 → '7/4 × 2^8', 0.3125 → '5/4 × 2^-2'."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"value must be a real number, got {value!r}")
+    value = float(value)
     if value != value:
         return "NaN"
     if value in (math.inf, -math.inf):
@@ -195,6 +209,9 @@ def resolve_policy(fmt: str | Format, convention: str | None = None, rounding: s
     "default" when `convention` is None or ''; then each override ('' / None keeps the base's) that
     differs from the base's own mode, the result named `<base>+custom`. See the module docstring."""
     f = get_format(fmt)
+    for name, given in (("convention", convention), ("rounding", rounding), ("overflow", overflow)):
+        if given is not None and not isinstance(given, str):
+            raise TypeError(f"{name} must be a name (text) or None, got {given!r}")
     if convention:
         if convention not in CONVENTIONS:
             raise ValueError(f"unknown convention {convention!r}; known: {', '.join(CONVENTIONS)}")
@@ -217,8 +234,13 @@ def resolve_policy(fmt: str | Format, convention: str | None = None, rounding: s
 
 def relative_error(x: float, value: float) -> tuple[float, float, float]:
     """(error, abs_error, rel_error) of `value` as an answer for `x`; see the module docstring."""
-    if not (math.isfinite(x) and math.isfinite(value)):
+    if math.isnan(x) or math.isnan(value):
         return math.nan, math.nan, math.nan
+    if math.isinf(x) or math.isinf(value):
+        if x == value:  # the same infinity: kept exactly
+            return 0.0, 0.0, 0.0
+        err = value - x if math.isinf(value) != math.isinf(x) else math.copysign(math.inf, value)
+        return err, math.inf, math.inf
     err = value - x
     if x == 0:
         return err, abs(err), 0.0 if value == 0 else math.inf
@@ -263,6 +285,34 @@ class CastExplanation:
         d["rounding_bin"] = self.rounding_bin.to_dict() if self.rounding_bin is not None else None
         return d
 
+    def policy_line(self) -> str:
+        """'E4M3FN: policy torch (rounding nearest_even, overflow saturate)', with the decode scale
+        when the grid is scaled."""
+        p = self.policy
+        scaled = f", decode_scale {self.decode_scale!r}" if self.decode_scale != 1.0 else ""
+        return f"{self.format}: policy {p.name} (rounding {p.rounding.value}, overflow {p.overflow.value}{scaled})"
+
+    def line(self, width: int = 0) -> str:
+        """The value's line: '465 → 01111110 0x7E  value 448.0 = 7/4 × 2^8  abs err 17  rel err
+        0.0366  bin [432, inf)'; the input is right-aligned to `width` characters."""
+        return (f"{self.input:>{width}} → {self.bits} {self.hex}  value {self.value!r} = {self.exact}  "
+                f"abs err {self.abs_error:.3g}  rel err {self.rel_error:.3g}  bin {self.bin_text()}")
+
+    def bin_text(self) -> str:
+        """The rounding bin as an interval, '[11.5, 12.5]' (closed/open ends as the tie rule says);
+        '—' when there is none (NaN/Inf codes, stochastic rounding, FP32)."""
+        b = self.rounding_bin
+        if b is None:
+            return "—"
+        return f"{'[' if b.lo_closed else '('}{b.lo:.6g}, {b.hi:.6g}{']' if b.hi_closed else ')'}"
+
+    def text(self) -> str:
+        """What `lowprec cast` prints for this value: the policy line, then the value's line."""
+        return f"{self.policy_line()}\n{self.line()}"
+
+    def __str__(self) -> str:
+        return self.text()
+
     def with_code(self, code: int) -> "CastExplanation":
         """The same explanation shown for another code of the same value (a NaN payload, -0 …)."""
         f = get_format(self.format)
@@ -270,6 +320,21 @@ class CastExplanation:
         return replace(self, code=code, hex=_hex(f, code), bits=format(code, f"0{f.bits}b"),
                        cls=_code_class(f, code, code_value(f, code)),
                        formula=formula_text(f, code), rounding_bin=bin_)
+
+
+def cast_text(explanations: "list[CastExplanation] | tuple[CastExplanation, ...]") -> str:
+    """What `lowprec cast` prints for several values: each run of values cast under the same format,
+    policy and scale gets one policy line, then one line per value, inputs aligned."""
+    width = max((len(e.input) for e in explanations), default=0)
+    lines: list[str] = []
+    last: str | None = None
+    for e in explanations:
+        head = e.policy_line()
+        if head != last:
+            lines.append(head)
+            last = head
+        lines.append(e.line(width))
+    return "\n".join(lines)
 
 
 def _hex(f: Format, code: int) -> str:
@@ -314,11 +379,13 @@ def _cast(f: Format, text: str, x: float, decode_scale: float, policy: CastPolic
     )
 
 
-def explain_cast(text: str, fmt: str | Format, convention: str | None = None,
+def explain_cast(text: str, fmt: str | Format, convention: str | None = DEFAULT_CONVENTION,
                  rounding: str | None = None, overflow: str | None = None, *, seed: int = 0,
                  decode_scale: float = 1.0) -> CastExplanation:
     """Cast the typed value `text` to `fmt` under `resolve_policy(fmt, convention, rounding,
-    overflow)` on the grid scaled by `decode_scale`; see the module docstring for every rule.
+    overflow)` (default: `DEFAULT_CONVENTION`; None or '' for the format's default policy) on the
+    grid scaled by `decode_scale`; see the module docstring for every rule. `.text()` (or `str()`)
+    is what `lowprec cast` prints for it.
 
     Raises ValueError/TypeError for unparseable text, unknown names, a bad decode_scale or a value
     the policy refuses (NaN into E2M1, zero into E8M0 …)."""
@@ -427,7 +494,7 @@ def _bin_view_format(fmt: str | Format, what: str) -> Format:
     return f
 
 
-def explain_value(text: str, fmt: str | Format = "E4M3FN", convention: str | None = "ml_dtypes",
+def explain_value(text: str, fmt: str | Format = "E4M3FN", convention: str | None = DEFAULT_CONVENTION,
                   rounding: str | None = None, overflow: str | None = None,
                   compare_format: str | Format | None = "E5M2", decode_scale: float = 1.0,
                   code: int | None = None, seed: int = 0) -> BinView:
@@ -444,6 +511,8 @@ def explain_value(text: str, fmt: str | Format = "E4M3FN", convention: str | Non
     policy = resolve_policy(f, convention, rounding, overflow)
     main = _cast(f, text, x, scale, policy, seed)
     if code is not None:
+        if isinstance(code, bool) or not isinstance(code, (int, np.integer)):
+            raise TypeError(f"code must be an integer or None, got {code!r}")
         if not 0 <= code < f.n_codes:
             raise ValueError(f"code {code} is out of range for {f.name} (0..{f.n_codes - 1})")
         cv = code_value(f, code)

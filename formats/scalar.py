@@ -27,6 +27,8 @@ from .specs import Format, FloatFormat, IntFormat, get_format
 def decode_scalar(code: int, fmt: str | Format) -> float:
     """Value of one code: (-1)^s × 2^(E - bias) × (1 + M/2^m), or the subnormal/special rule."""
     f = get_format(fmt)
+    if isinstance(code, bool) or not isinstance(code, (int, np.integer)):
+        raise TypeError(f"code must be an integer, got {code!r}")
     if not 0 <= int(code) < f.n_codes:
         raise ValueError(f"code {code} is out of range for {f.name} (0..{f.n_codes - 1})")
     if isinstance(f, IntFormat):
@@ -100,6 +102,8 @@ def encode_scalar(x: float, fmt: str | Format, policy: CastPolicy | None = None,
     f = get_format(fmt)
     pol = policy or default_policy(f)
     _check_policy(f, pol)
+    if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)):
+        raise TypeError(f"x must be a real number (a Python or numpy scalar), got {x!r}")
     x = float(x)
     if pol.float64_via_float32:
         with np.errstate(over="ignore"):

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 import lowprec
+from lowprec.extras import not_installed
 from lowprec.formats import FLOAT_FORMATS, Format, get_format
 
 #: the folder that holds the `lowprec` package (the checkout's root, or site-packages)
@@ -153,7 +154,7 @@ class TorchBackend(Backend):
 
     def available(self) -> tuple[bool, str]:
         if importlib.util.find_spec("torch") is None:
-            return False, "torch is not installed"
+            return False, not_installed("torch")
         if self.device == "cuda":
             import torch
 
@@ -233,7 +234,7 @@ def run_interpreted(op: str, timeout_s: float = 600.0, **arrays: Any) -> dict[st
     TRITON_INTERPRET=1 before importing Triton, so the parent process is never switched.
     """
     if importlib.util.find_spec("triton") is None:
-        raise ValueError("the Triton interpreter needs the 'triton' package (pip install lowprec[gpu])")
+        raise ValueError(f"the Triton interpreter needs the 'triton' package ({not_installed('triton')})")
     with tempfile.TemporaryDirectory(prefix="lowprec-interp-") as tmp:
         src, dst = Path(tmp) / "in.npz", Path(tmp) / "out.npz"
         np.savez(src, **{k: np.asarray(v) for k, v in arrays.items()})  # type: ignore[arg-type]
@@ -286,7 +287,7 @@ class TritonBackend(Backend):
 
     def available(self) -> tuple[bool, str]:
         if importlib.util.find_spec("triton") is None:
-            return False, "triton is not installed"
+            return False, not_installed("triton")
         if not self.interpret:
             import torch
 

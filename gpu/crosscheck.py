@@ -35,7 +35,7 @@ from .evidence import hex32, inputs_sha256, pack_codes, unpack_codes, vector_inp
 from .report_schema import CONVENTION_LIBRARY, MAX_EXAMPLES, SCHEMA, validate_report
 
 __all__ = [
-    "KERNEL_ENCODE_SCALES", "MAX_EXAMPLES", "REPORT_DIR", "REPORT_N_RANDOM", "REPORT_ROW_KEYS", "SCHEMA",
+    "KERNEL_ENCODE_SCALES", "MAX_EXAMPLES", "MAX_N_RANDOM", "REPORT_DIR", "REPORT_N_RANDOM", "REPORT_ROW_KEYS", "SCHEMA",
     "check_writable", "committed_reports", "decode_check", "encode_check", "inputs_sha256",
     "library_version", "load_report", "model_codes", "pack_codes", "replay_check", "replay_problems",
     "report_rows",
@@ -46,6 +46,9 @@ __all__ = [
 REPORT_DIR = Path(__file__).resolve().parent / "reports"
 #: random vectors per format in the committed reports (the structured vectors are always complete)
 REPORT_N_RANDOM = 50_000
+#: the most random vectors per format one run may ask for (each costs a few float64 arrays of
+#: that length: 10^7 is a few hundred MB at most)
+MAX_N_RANDOM = 10_000_000
 #: scaled-cast cases tried on kernels that multiply by an encode scale before the cast
 KERNEL_ENCODE_SCALES = (1.0, float(np.float32(448.0 / 300.0)))
 
@@ -174,8 +177,10 @@ def run_crosscheck(backend_name: str, formats: list[str] | None = None, *,
     ok, why = backend.available()
     if not ok:
         raise ValueError(f"backend {backend.name!r} is not available here: {why}")
-    if n_random < 0:
-        raise ValueError(f"n_random must be ≥ 0, got {n_random}")
+    if isinstance(n_random, bool) or not isinstance(n_random, (int, np.integer)):
+        raise TypeError(f"n_random must be an integer, got {n_random!r}")
+    if not 0 <= n_random <= MAX_N_RANDOM:
+        raise ValueError(f"n_random must be 0 … {MAX_N_RANDOM}, got {n_random}")
     names = list(dict.fromkeys(get_format(f).name for f in formats)) if formats else list(
         backend.supported)
     skipped = {n: backend.unsupported.get(n, "not supported by this backend")

@@ -98,20 +98,21 @@ class Knob:
         return option_name(self.name)
 
     def describe(self) -> str:
-        """Help text with what is allowed and the default."""
+        """Help text with what is allowed and the default: the choices once (the empty text as
+        ''), bounds as `lo … hi` (a long float in 6 significant digits)."""
         parts = [self.help.rstrip(".")]
         if self.choices is not None:
-            parts.append("one of " + ", ".join(str(c) for c in self.choices))
+            parts.append("one of " + ", ".join(_value_text(c) for c in self.choices))
         elif self.bounds is not None:
             lo, hi = self.bounds
             if lo is not None and hi is not None:
-                parts.append(f"{lo} … {hi}")
+                parts.append(f"{_value_text(lo)} … {_value_text(hi)}")
             elif lo is not None:
-                parts.append(f"≥ {lo}")
+                parts.append(f"≥ {_value_text(lo)}")
             elif hi is not None:
-                parts.append(f"≤ {hi}")
+                parts.append(f"≤ {_value_text(hi)}")
         text = "; ".join(parts)
-        return f"{text} (default: {self.default})"
+        return f"{text} (default: {_value_text(self.default)})"
 
     def check(self, value: Any, label: str | None = None) -> Any:
         """`value` converted to this knob's type and checked; raises ConfigError naming `label`."""
@@ -138,7 +139,7 @@ class Knob:
             if not isinstance(value, str):
                 raise ConfigTypeError(self.name, f"must be text, got {value!r}", label=label)
         if self.choices is not None and value not in self.choices:
-            allowed = ", ".join(str(c) for c in self.choices)
+            allowed = ", ".join(_value_text(c) for c in self.choices)
             raise ConfigError(self.name, f"must be one of {allowed}; got {value!r}", label=label)
         if self.bounds is not None:
             lo, hi = self.bounds
@@ -147,6 +148,16 @@ class Knob:
             if hi is not None and value > hi:
                 raise ConfigError(self.name, f"must be ≤ {hi}, got {value!r}", label=label)
         return value
+
+
+def _value_text(value: Any) -> str:
+    """A knob value in help text: '' for the empty text, a float in at most 6 significant digits
+    when its repr is long (1.17549e-38), anything else as str()."""
+    if isinstance(value, str):
+        return value if value else "''"
+    if isinstance(value, float) and not isinstance(value, bool) and len(repr(value)) > 10:
+        return format(value, ".6g")
+    return str(value)
 
 
 def knob(default: Any, help: str, *, bounds: tuple[Number | None, Number | None] | None = None,
@@ -331,7 +342,9 @@ def add_arguments(parser: argparse.ArgumentParser, cls: type, *, skip: Sequence[
     """One option per knob of `cls` (except `skip`), named `--name-with-dashes`, help from the knob.
 
     Values are parsed by type only (int, float, text); bounds and choices are checked when the
-    record is built (`from_namespace`), so every face reports them the same way."""
+    record is built (`from_namespace`), so every face reports them the same way. The value's
+    placeholder is the name in capitals (`--format FORMAT`): the help (`Knob.describe`) lists the
+    choices once, so the usage line does not repeat them."""
     for k in _knobs(cls):
         if k.name in skip:
             continue
@@ -340,7 +353,7 @@ def add_arguments(parser: argparse.ArgumentParser, cls: type, *, skip: Sequence[
             kwargs["action"] = argparse.BooleanOptionalAction
         else:
             kwargs["type"] = k.type
-            kwargs["metavar"] = k.name.upper() if k.choices is None else "{" + ",".join(str(c) for c in k.choices) + "}"
+            kwargs["metavar"] = k.name.upper()
         parser.add_argument(k.option, **kwargs)
 
 

@@ -44,6 +44,8 @@ ATTENTION_FORMATS = tuple(f.name for f in formats.FLOAT_FORMATS if f.signed)
 NO_V_FORMAT = "none"  # the v_format that leaves V exact
 REL_ERROR_FLOOR = 1e-30  # ε in max(‖O‖, ε): only matters when O is exactly zero
 _TRIAL_ELEMENTS = 1 << 20  # entries of P̃ per Monte-Carlo block (bounds scratch memory to ~10 MB)
+#: the most Monte-Carlo trials one run takes (the API, the CLI, widgets and lessons: one bound)
+MAX_TRIALS = 100_000
 THREE_PROBS = (0.6, 0.3, 0.1)  # the "three_probs" preset: one query's softmax …
 THREE_VALUES = (0.0, 2.0, 10.0)  # … over these values
 
@@ -71,12 +73,23 @@ class AttentionInputs:
         }
 
 
-def _positive_int(name: str, value: Any) -> int:
+def _positive_int(name: str, value: Any, maximum: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"{name} must be an integer, got {value!r}")
     if value <= 0:
         raise ValueError(f"{name} must be a positive integer, got {value}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be at most {maximum}, got {value}")
     return int(value)
+
+
+def _real_array(name: str, value: Any) -> np.ndarray:
+    """`value` as a float64 array; TypeError naming `name` for anything that is not real numbers
+    (object, text, complex, bool arrays …)."""
+    arr = np.asarray(value)
+    if arr.dtype.kind not in "fiu":
+        raise TypeError(f"{name} must be an array of real numbers, got dtype {arr.dtype}")
+    return arr.astype(np.float64)
 
 
 def _finite_float(name: str, value: Any, *, positive: bool = False, lo: float | None = None,
@@ -105,6 +118,10 @@ def make_inputs(seq: int = 128, head_dim: int = 64, *, temperature: float = 1.0,
     v_outlier_scale = _finite_float("v_outlier_scale", v_outlier_scale)
     if mask not in MASKS:
         raise ValueError(f"mask={mask!r} is not one of {', '.join(map(repr, MASKS))}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"seed must be an integer, got {seed!r}")
+    if seed < 0:
+        raise ValueError(f"seed must be ≥ 0, got {seed}")
     rng = np.random.default_rng(seed)
     scores = rng.standard_normal((seq, seq)) / temperature
     values = rng.standard_normal((seq, head_dim))
@@ -223,7 +240,9 @@ def stochastic_variance(probs: np.ndarray, fmt: Any, *, scale: str = "none") -> 
     """Var(e_j) of stochastic rounding per entry: (P − lo)(hi − P), with lo ≤ P ≤ hi the scaled grid
     neighbours (a Bernoulli choice between them with P(up) = (P − lo)/(hi − lo))."""
     f = _check_format(fmt)
-    p = np.asarray(probs, dtype=np.float64)
+    p = _real_array("probs", probs)
+    if p.ndim != 2:
+        raise ValueError(f"probs must be a 2-D array (rows × keys), got shape {p.shape}")
     lo, hi = _grid_neighbours(p, f, _row_decode_scale(p, f, scale))
     return (p - lo) * (hi - p)
 
@@ -341,11 +360,11 @@ def run_attention(inputs: AttentionInputs, fmt: Any = "E4M3FN", rounding: str = 
     f = _check_format(fmt)
     if rounding not in ROUNDINGS:
         raise ValueError(f"rounding={rounding!r} is not one of {', '.join(map(repr, ROUNDINGS))}")
-    trials = _positive_int("trials", trials)
+    trials = _positive_int("trials", trials, MAX_TRIALS)
     if not isinstance(renormalize, bool):
         raise TypeError(f"renormalize must be a bool, got {renormalize!r}")
     probs = softmax_probs(inputs.scores, inputs.mask, masked_rows=masked_rows)
-    v = np.asarray(inputs.values, dtype=np.float64)
+    v = _real_array("values", inputs.values)
     if v.ndim != 2 or v.shape[0] != probs.shape[1]:
         raise ValueError(f"values must be keys × head_dim = {probs.shape[1]} × d, got shape {v.shape}")
     if not np.isfinite(v).all():
@@ -469,7 +488,7 @@ class AttentionConfig:
     seq: int = knob(128, "sequence length: queries = keys (random preset)", bounds=(1, 2048), widget="input")
     temperature: float = knob(1.0, "softmax temperature, scores = N(0, 1) / temperature: lower concentrates "
                                    "each row on fewer keys (random preset)", bounds=(0.01, 100.0), widget="input")
-    trials: int = knob(200, "Monte-Carlo trials of stochastic rounding", bounds=(1, 100_000), widget="input")
+    trials: int = knob(200, "Monte-Carlo trials of stochastic rounding", bounds=(1, MAX_TRIALS), widget="input")
     renormalize: bool = knob(False, "also renormalise each rounded row to sum 1 (shows its bias)")
     preset: str = knob("random", "'random' scores, or one query with P = [0.6, 0.3, 0.1] over V = [0, 2, 10]",
                        choices=PRESETS)

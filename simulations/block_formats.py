@@ -149,7 +149,7 @@ def mx_scale_exponent(amax: Any, elem_format: str | FloatFormat = "E4M3FN", scal
     NaN/Inf amaxes give 128 (the caller maps them to the NaN scale code)."""
     f = element_format(elem_format, MX_ELEMENT_FORMATS)
     rule = scale_rule_of(scale_rule)
-    a = np.asarray(amax, dtype=np.float64)
+    a = formats.as_float_array(amax, "amax").astype(np.float64)  # object/text arrays: TypeError naming amax
     if np.any(a < 0):
         raise ValueError("a block amax cannot be negative")
     finite = np.isfinite(a)

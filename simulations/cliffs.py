@@ -24,7 +24,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from lowprec.formats import CastPolicy, FloatFormat, Overflow, code_table, decode, encode, get_format
+from lowprec.formats import CastPolicy, FloatFormat, Overflow, as_float_array, code_table, decode, encode, get_format
 
 from ._io import ArgumentParser, check_output_path, error_exit, write_json
 
@@ -43,14 +43,14 @@ def _float_format(fmt: Any) -> FloatFormat:
 def round_to(x: Any, fmt: Any) -> np.ndarray:
     """x rounded to `fmt` (nearest-even, overflow to Inf/NaN as IEEE), returned as float64."""
     f = _float_format(fmt)
-    return decode(encode(np.asarray(x, dtype=np.float64), f), f).astype(np.float64)
+    return decode(encode(as_float_array(x, "x").astype(np.float64), f), f).astype(np.float64)
 
 
 def exact_sum_round_to_odd(a: Any, b: Any) -> np.ndarray:
     """a + b in float64 rounded to odd: exact when representable, else the neighbour with an odd last
     bit. Rounding that to a format with at most 51 significand bits equals rounding a + b once."""
-    a64 = np.asarray(a, dtype=np.float64)
-    b64 = np.asarray(b, dtype=np.float64)
+    a64 = as_float_array(a, "a").astype(np.float64)  # object/text arrays: TypeError naming the operand
+    b64 = as_float_array(b, "b").astype(np.float64)
     s = a64 + b64
     bb = s - a64
     err = (a64 - (s - bb)) + (b64 - bb)  # TwoSum: a + b = s + err exactly

@@ -60,6 +60,9 @@ DEFAULT_GRANULARITIES = ("tensor", "row", "column", "block32", "block16x16")
 SCALED_FORMATS = tuple(f.name for f in formats.ALL_FORMATS if f.signed and f.bits <= 16)
 #: granularities one outlier study compares at most
 MAX_GRANULARITIES = 8
+#: the most elements the scale-choice study casts in one call (formats × magnitudes × n, each cast
+#: twice): a few seconds; the simulation's own run is 2 × 41 × 4096
+MAX_SCALE_CHOICE_ELEMENTS = 1 << 24
 
 
 def _progress(progress: ProgressFn | None, done: int, total: int) -> None:
@@ -88,7 +91,44 @@ def _int_pair(value: Any, name: str, minimum: int, maximum: int) -> tuple[int, i
 def _real(value: Any, name: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise TypeError(f"{name} must be a real number, got {value!r}")
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:  # an int beyond float64
+        raise ValueError(f"{name} must be a finite number, got {value!r}") from None
+
+
+def _int(value: Any, name: str, minimum: int, maximum: int) -> int:
+    """`value` as an int in [minimum, maximum]; TypeError/ValueError naming `name` otherwise."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an integer, got {value!r}")
+    if not minimum <= value <= maximum:
+        raise ValueError(f"{name}={value} is out of range; allowed: {minimum} … {maximum}")
+    return int(value)
+
+
+def _seed(value: Any) -> int:
+    """A seed for `numpy.random.default_rng`: an integer 0 … 2^63 − 1 (TypeError/ValueError naming `seed`)."""
+    return _int(value, "seed", 0, 2**63 - 1)
+
+
+def _format_names(value: Any, name: str) -> list[str]:
+    """A non-empty sequence of format names (or Format records) as canonical names."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, (Sequence, np.ndarray)):
+        raise TypeError(f"{name} must be a sequence of format names such as ('E4M3FN', 'E5M2'), got {value!r}")
+    items = list(value)
+    if not items or not all(isinstance(v, (str, formats.FloatFormat, formats.IntFormat)) for v in items):
+        raise TypeError(f"{name} must be a non-empty sequence of format names such as ('E4M3FN', 'E5M2'), "
+                        f"got {value!r}")
+    return [_scaled_format(v, name).name for v in items]
+
+
+def _scaled_format(fmt: Any, name: str) -> Format:
+    """`fmt` as a Format that a scaled cast of signed data can use (SCALED_FORMATS)."""
+    f = formats.get_format(fmt)
+    if f.name not in SCALED_FORMATS:
+        raise ValueError(f"{name}={f.name} cannot hold a scaled cast of signed data here; allowed: "
+                         f"{', '.join(SCALED_FORMATS)}")
+    return f
 
 
 @dataclass
@@ -179,7 +219,7 @@ def outlier_study(
     For each granularity: overall error, the error of the ordinary elements that share the
     outlier's scale against the median of the other groups (which groups lose resolution and by how
     much), the error of all ordinary elements, and the fraction of groups the outlier sizes."""
-    f = formats.get_format(fmt)
+    f = _scaled_format(fmt, "fmt")
     shp = _int_pair(shape, "shape", 1, 4096)
     outlier_value = _real(outlier_value, "outlier_value")
     if (isinstance(granularities, (str, bytes)) or not isinstance(granularities, Sequence)
@@ -187,6 +227,7 @@ def outlier_study(
         raise TypeError(f"granularities must be a sequence of granularity names, got {granularities!r}")
     if not math.isfinite(outlier_value):
         raise ValueError(f"outlier_value must be finite, got {outlier_value!r}")
+    seed = _seed(seed)
     x = np.random.default_rng(seed).standard_normal(shp).astype(np.float32)
     base = error_report(x, quantize_scaled(x, f, "tensor")).rms_rel_error
     idx = _int_pair(outlier_index, "outlier_index", 0, 4095)
@@ -271,25 +312,39 @@ def scale_choice_study(
     progress: ProgressFn | None = None,
 ) -> ScaleChoiceStudy:
     """x = magnitude · N(0, 1) (the same draw for every magnitude), cast per tensor with the fixed
-    encode scale and with the amax scale; RMS relative error, clipped and flushed fractions."""
-    mags = np.logspace(-12, 8, 41) if magnitudes is None else np.asarray(magnitudes, dtype=np.float64)
+    encode scale and with the amax scale; RMS relative error, clipped and flushed fractions.
+
+    Every argument is checked before any work (TypeError/ValueError naming it); formats × magnitudes
+    × n is at most MAX_SCALE_CHOICE_ELEMENTS."""
+    names = _format_names(fmts, "fmts")
+    if magnitudes is None:
+        mags = np.logspace(-12, 8, 41)
+    else:
+        raw = np.asarray(magnitudes) if not isinstance(magnitudes, (str, bytes)) else np.asarray([magnitudes])
+        if raw.dtype.kind not in "fiu":
+            raise TypeError(f"magnitudes must be a list of positive finite numbers, got dtype {raw.dtype}")
+        mags = raw.astype(np.float64)
     if mags.ndim != 1 or mags.size == 0 or np.any(~np.isfinite(mags)) or np.any(mags <= 0):
         raise ValueError("magnitudes must be a non-empty list of positive finite numbers")
-    if not (math.isfinite(fixed_encode_scale) and fixed_encode_scale > 0):
+    scale = _real(fixed_encode_scale, "fixed_encode_scale")
+    if not (math.isfinite(scale) and scale > 0):
         raise ValueError(f"fixed_encode_scale must be positive and finite, got {fixed_encode_scale!r}")
-    if n < 1:
-        raise ValueError(f"n={n} must be at least 1")
+    n = _int(n, "n", 1, MAX_SCALE_CHOICE_ELEMENTS)
+    seed = _seed(seed)
+    work = len(names) * mags.size * n
+    if work > MAX_SCALE_CHOICE_ELEMENTS:
+        raise ValueError(f"{len(names)} formats × {mags.size} magnitudes × n={n} is {work} elements, over the "
+                         f"{MAX_SCALE_CHOICE_ELEMENTS} one study casts; lower n or give fewer magnitudes")
     base = np.random.default_rng(seed).standard_normal(n)
     out_f: dict[str, np.ndarray] = {}
     out_a: dict[str, np.ndarray] = {}
     clip: dict[str, np.ndarray] = {}
     flush: dict[str, np.ndarray] = {}
-    total = len(fmts) * mags.size
+    total = len(names) * mags.size
     done = 0
-    names = [formats.get_format(name).name for name in fmts]
     for name in names:
         f = formats.get_format(name)
-        fixed_amax = f.max / fixed_encode_scale  # the amax for which F / amax = fixed scale
+        fixed_amax = f.max / scale  # the amax for which F / amax = fixed scale
         rf, ra, cf, ff = (np.empty(mags.size) for _ in range(4))
         for i, mag in enumerate(mags):
             x = (base * mag).astype(np.float32)
@@ -300,7 +355,7 @@ def scale_choice_study(
             done += 1
             _progress(progress, done, total)
         out_f[name], out_a[name], clip[name], flush[name] = rf, ra, cf, ff
-    return ScaleChoiceStudy(names, mags, float(fixed_encode_scale), n, seed, out_f, out_a, clip, flush)
+    return ScaleChoiceStudy(names, mags, scale, n, seed, out_f, out_a, clip, flush)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -343,10 +398,11 @@ def transpose_study(
     differ in scale. With FP32 amax scales (the default) the second rounding adds error; with
     power-of-two scales (scale_format='E8M0') a rounded value mostly stays on the new grid, so the
     extra error nearly vanishes although some codes still differ."""
-    f = formats.get_format(fmt)
+    f = _scaled_format(fmt, "fmt")
     shp = _int_pair(shape, "shape", 1, 4096)
     if isinstance(block, bool) or not isinstance(block, (int, np.integer)):
         raise TypeError(f"block must be an integer, got {block!r}")
+    seed = _seed(seed)
     x = np.random.default_rng(seed).standard_t(3, size=shp).astype(np.float32)
     rows = quantize_scaled(x, f, Granularity("block", (block,), 1), scale_format=scale_format)
     cols_src = quantize_scaled(x, f, Granularity("block", (block,), 0), scale_format=scale_format)
@@ -472,12 +528,18 @@ def summary_lines(result: GroupingResult) -> list[str]:
         raise TypeError(f"result must be a GroupingResult, got {type(result).__name__}")
     s = result.study
     if isinstance(s, OutlierStudy):
-        lines = [f"{s.fmt} {s.shape[0]}×{s.shape[1]}, outlier {s.outlier_value:g} at {s.outlier_index}: "
-                 f"per-tensor rms rel error {_fmt(s.per_tensor_rms_rel_error)} "
-                 f"({_fmt(s.baseline_rms_rel_error)} without the outlier)"]
+        tensor = next((e for e in s.entries if e.n_groups == 1), None)
+        ordinary = (f"; its other elements {_fmt(tensor.ordinary_rms_rel_error)}" if tensor is not None else "")
+        lines = [f"{s.fmt} {s.shape[0]}×{s.shape[1]} standard normal, one outlier {s.outlier_value:g} at "
+                 f"{s.outlier_index}; rms rel error = ‖x̂ − x‖ / ‖x‖ over the elements named:",
+                 f"  one scale per tensor, without the outlier: {_fmt(s.baseline_rms_rel_error)} (the baseline)",
+                 f"  one scale per tensor, with it: {_fmt(s.per_tensor_rms_rel_error)} over the whole tensor "
+                 f"(the outlier is most of ‖x‖){ordinary}"]
         for e in s.entries:
-            lines.append(f"{e.granularity:>12}: rms rel error {_fmt(e.report.rms_rel_error)}, outlier group "
-                         f"{_fmt(e.outlier_group_rms_rel_error)}, others {_fmt(e.other_groups_rms_rel_error)}, "
+            others = (f"the other groups' median {_fmt(e.other_groups_rms_rel_error)}" if e.n_groups > 1
+                      else "no other group")
+            lines.append(f"{e.granularity:>12}: whole tensor {_fmt(e.report.rms_rel_error)}, the outlier's group "
+                         f"(its other elements) {_fmt(e.outlier_group_rms_rel_error)}, {others}, "
                          f"{e.bits_per_element:.4g} bits/element")
         return lines
     if isinstance(s, ScaleChoiceStudy):

@@ -39,13 +39,22 @@ def sylvester(n: int) -> np.ndarray:
     return h
 
 
+def _seed(seed: Any) -> int | None:
+    """A seed for numpy.random.default_rng (an integer ≥ 0, or None): TypeError/ValueError naming it."""
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))):
+        raise TypeError(f"seed must be an integer or None, got {seed!r:.40}")
+    if seed is not None and seed < 0:
+        raise ValueError(f"seed must be ≥ 0, got {seed}")
+    return None if seed is None else int(seed)
+
+
 def random_hadamard(n: int = RHT_BLOCK, seed: int | None = 0, signs: Sequence[float] | None = None) -> np.ndarray:
     """(S_n / √n) · diag(signs): orthogonal; signs drawn from `seed` unless given (each ±1)."""
     s = sylvester(n) / math.sqrt(n)
     if signs is None:
-        d = np.random.default_rng(seed).choice([-1.0, 1.0], size=n)
+        d = np.random.default_rng(_seed(seed)).choice([-1.0, 1.0], size=n)
     else:
-        d = np.asarray(signs, dtype=np.float64)
+        d = formats.as_float_array(signs, "signs").astype(np.float64)
         if d.shape != (n,) or not np.all(np.abs(d) == 1):
             raise ValueError(f"signs must be {n} values, each +1 or -1, got {list(np.asarray(signs).ravel())!r}")
     return s * d[None, :]
@@ -115,7 +124,7 @@ def hadamard_study(shape: Sequence[int] = (64, 256), outlier: float = 100.0, see
         raise ValueError(f"outlier must be finite, got {outlier!r}")
     if k % 32:
         raise ValueError(f"the inner dimension {k} must be a multiple of 32 (MXFP4 blocks)")
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(_seed(seed))
     a = rng.standard_normal((m, k))
     cols = rng.integers(0, k, size=m)
     a[np.arange(m), cols] = outlier

@@ -67,8 +67,8 @@ def error_metrics(x: Any, x_hat: Any, clipped: Any = None, groups: Granularity |
     """Error metrics of `x_hat` against `x` (see the module docstring). `clipped` is a boolean mask of
     saturated elements (default: none); groups give the per-group breakdown."""
     g = parse_granularity(groups)
-    xa = np.asarray(x, dtype=np.float64)
-    xh = np.asarray(x_hat, dtype=np.float64)
+    xa = formats.as_float_array(x, "x").astype(np.float64)
+    xh = formats.as_float_array(x_hat, "x_hat").astype(np.float64)
     if xa.shape != xh.shape:
         raise ValueError(f"x has shape {xa.shape} but x_hat has shape {xh.shape}")
     grid = g.grid_shape(xa.shape)
@@ -125,7 +125,7 @@ def clips(scaled_magnitude: np.ndarray, fmt: Format) -> np.ndarray:
 
 def element_rel_error(x: Any, x_hat: Any) -> np.ndarray:
     """|x̂ − x| / |x| per element (float64): 0 where x̂ = x, +inf where x = 0 but x̂ ≠ 0."""
-    xa = np.asarray(x, dtype=np.float64)
-    d = np.abs(np.asarray(x_hat, dtype=np.float64) - xa)
+    xa = formats.as_float_array(x, "x").astype(np.float64)
+    d = np.abs(formats.as_float_array(x_hat, "x_hat").astype(np.float64) - xa)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(xa != 0, d / np.abs(xa), np.where(d == 0, 0.0, np.inf))

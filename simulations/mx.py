@@ -221,6 +221,8 @@ def _compiled(blocks: np.ndarray, f: FloatFormat, pol: CastPolicy, conv: BlockCo
 def mx_scale_rule_table(amax: float = 957.0, elem_format: str = "E4M3FN") -> list[dict[str, Any]]:
     """For one block whose largest element is `amax`: per rule, the exponent X, the scale 2^X and
     what `amax` decodes as (the worked example: E4M3, 957 → 896 under floor, 960 under rceil)."""
+    if isinstance(amax, bool) or not isinstance(amax, (int, float, np.integer, np.floating)):
+        raise TypeError(f"amax must be a real number, got {amax!r:.40}")
     rows = []
     for rule in ScaleRule:
         t = quantize_mx(np.array([amax], np.float64), elem_format, 1, rule.value)

@@ -121,6 +121,8 @@ def nvfp4_tensor_scale(amax: float) -> float:
     """FP32 tensor decode scale amax / (448 · 6) (the `ocp` convention's GlobalScale.DECODE_QUOTIENT):
     1.0 for a zero amax; the smallest float32 subnormal if the quotient underflows; FLT_MAX if it
     overflows float32 (only a float64 amax beyond 2688 · FLT_MAX can)."""
+    if isinstance(amax, bool) or not isinstance(amax, (int, float, np.integer, np.floating)):
+        raise TypeError(f"tensor amax must be a real number, got {amax!r:.40}")
     a = float(amax)
     if not math.isfinite(a) or a < 0:
         raise ValueError(f"tensor amax must be finite and ≥ 0, got {amax!r}")

@@ -33,7 +33,7 @@ def check_margin(margin: Any) -> int:
 
 def amax_array(amax: Any) -> np.ndarray:
     """`amax` as a float64 array; a negative entry raises ValueError (an amax is a magnitude)."""
-    a = np.asarray(amax, dtype=np.float64)
+    a = formats.as_float_array(amax, "amax").astype(np.float64)  # object/text arrays: TypeError naming amax
     if np.any(a < 0):
         bad = a[a < 0].reshape(-1)[0]
         raise ValueError(f"amax={bad!r} is negative; an amax is a maximum magnitude (≥ 0)")

@@ -197,6 +197,54 @@ def test_monte_carlo_matches_analytic_mean_and_variance() -> None:
     assert np.mean(np.abs(nearest) > Z * se) > 0.5
 
 
+def test_analytic_variance_weights_the_rounded_values() -> None:
+    """With V rounded too (v_format), ΔO = (P̃ − P)·Ṽ + P·ΔV: only the first term is random, so
+    Var(ΔO) = Σ_j Ṽ_j² Var(e_j) with the *rounded* Ṽ (ml_dtypes' E2M1 cast here, whose grid is
+    coarse enough that Ṽ² differs from V² by far more than the tolerance), and the Monte-Carlo
+    variance agrees with it, not with the exact-V formula."""
+    trials = 4000
+    inp = make_inputs(16, 8, seed=6)
+    r = run_attention(inp, "E4M3FN", "stochastic", trials=trials, v_format="E2M1", seed=8)
+    p = softmax_probs(inp.scores)
+    v_tilde = inp.values.astype(np.float32).astype(ml_dtypes.float4_e2m1fn).astype(np.float64)  # |V| < 6
+    assert np.all(np.abs(inp.values) < 6.0)
+    gap, q = _bernoulli_parts(p, _positive_grid(ml_dtypes.float8_e4m3fn))
+    var_e = gap ** 2 * q * (1 - q)
+    sigma2 = var_e @ v_tilde ** 2
+    exact_v = var_e @ inp.values ** 2
+    assert np.max(np.abs(sigma2 / exact_v - 1)) > 0.2  # the two weightings are far apart here
+    np.testing.assert_allclose(r.values_rounded, v_tilde, rtol=0, atol=0)
+    np.testing.assert_allclose(r.analytic_variance, sigma2, rtol=1e-10)
+    k4 = (q * (1 - q) * (1 - 6 * q * (1 - q)) * gap ** 4) @ v_tilde ** 4
+    sd_s2 = np.sqrt(2 * sigma2 ** 2 / (trials - 1) + k4 / trials)
+    assert np.all(np.abs(r.mc_variance - sigma2) <= Z * sd_s2)
+    # the mean error is the deterministic P·ΔV (stochastic rounding of P is unbiased)
+    np.testing.assert_allclose(r.analytic_mean_error, p @ (v_tilde - inp.values), rtol=1e-12, atol=1e-15)
+
+
+def test_trials_are_bounded_and_arrays_must_be_real() -> None:
+    """trials beyond the one bound (the config record's too) is refused at once, naming it; an
+    object (or text, or complex) array is a TypeError naming the parameter, never converted."""
+    import time
+
+    from lowprec.config import fields_of
+    from lowprec.simulations.attention import MAX_TRIALS, AttentionConfig
+
+    assert {k.name: k.bounds for k in fields_of(AttentionConfig)}["trials"] == (1, MAX_TRIALS)
+    inp = make_inputs(4, 2)
+    start = time.perf_counter()
+    for rounding in ("nearest_even", "stochastic"):
+        with pytest.raises(ValueError, match=rf"^trials must be at most {MAX_TRIALS}, got {2**70}$"):
+            run_attention(inp, "E4M3FN", rounding, trials=2**70)
+    assert time.perf_counter() - start < 5  # refused before any work (generous for a loaded machine)
+    assert run_attention(inp, "E4M3FN", "stochastic", trials=3).trials == 3
+    for bad in (np.ones((4, 2), dtype=object), np.full((4, 2), "1"), np.ones((4, 2)) + 0j, np.ones((4, 2), bool)):
+        with pytest.raises(TypeError, match="^values must be an array of real numbers"):
+            run_attention(AttentionInputs(inp.scores, bad))
+    with pytest.raises(TypeError, match="^probs must be an array of real numbers"):
+        stochastic_variance(np.full((2, 2), 0.5, dtype=object), "E4M3FN")
+
+
 def test_row_scale_monte_carlo_variance() -> None:
     trials = 3000
     inp = make_inputs(16, 4, temperature=0.5, seed=4)

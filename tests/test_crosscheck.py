@@ -133,8 +133,11 @@ def test_command_rejects_bad_input(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli_main(["crosscheck", "--backend", "ml_dtypes", "--formats", "E9M9"]) == 2
     assert cli_main(["crosscheck"]) == 2
     assert "--backend is required" in capsys.readouterr().err
-    assert cli_main(["crosscheck", "--backend", "ml_dtypes", "--n-random", "-1"]) == 2
-    assert "--n-random must be ≥ 0, got -1" in capsys.readouterr().err
+    with pytest.raises(SystemExit, match="^2$"):  # refused while parsing, in one line
+        cli_main(["crosscheck", "--backend", "ml_dtypes", "--n-random", "-1"])
+    assert "argument --n-random: must be an integer 0 … 10000000, got '-1'" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="^n_random must be 0 … 10000000, got 10000000001$"):  # the API's bound
+        crosscheck.run_crosscheck("ml_dtypes", ["E2M1"], n_random=10**10 + 1)
 
 
 def test_command_rejects_bad_paths(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:

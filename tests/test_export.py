@@ -33,6 +33,8 @@ import numpy as np
 import pytest
 
 from lowprec.app.commands import export_cmd
+from lowprec.config import fields_of
+from lowprec.formats.explain import ExplainConfig
 from lowprec.app.export import PAGE_LIMIT, SITE_LIMIT, ExportError, available_routes, export, page_file, site_size
 from tests.browser import CHROMIUM, COMPLETE_JS, READY_JS, WatchedPage, answer_every_prediction, check_site_page
 from tests.browser import CHROMIUM_ARGS as CHROMIUM_BASE_ARGS
@@ -299,8 +301,9 @@ def _typed_values(seed: int = 0) -> list[str]:
     return TYPED + extra
 
 
-#: the bin explorer's own rounding setting (ExplainConfig's default), which the exported pages keep
-PAGE_ROUNDING = "nearest_even"
+#: the bin explorer's own rounding setting (ExplainConfig's default: '' keeps the convention's own),
+#: which the exported pages keep
+PAGE_ROUNDING = next(k.default for k in fields_of(ExplainConfig) if k.name == "rounding")
 
 
 def _expected_code(text: str, fmt: str, convention: str) -> int | None:
@@ -426,7 +429,8 @@ def test_exported_bin_explorer_columns_equal_the_served_ones(request: pytest.Fix
     keys = ("bits", "summary", "bins", "points", "ties", "marker", "compare_points", "gap_marker", "table")
     for fmt, conv, text in [("E4M3FN", "ml_dtypes", "3.3"), ("E4M3FN", "torch", "465"), ("E5M2", "ocp", "-0"),
                             ("E2M1", "ml_dtypes", "nan"), ("E8M0", "torch", "0"), ("E4M3FN", "ml_dtypes", "1e-3"),
-                            ("INT8", "ocp", "-100.5"), ("E3M2", "triton_nvidia", "1e9"), ("E5M2", "torch", "inf")]:
+                            ("INT8", "ocp", "-100.5"), ("E3M2", "triton_nvidia", "1e9"), ("E5M2", "torch", "inf"),
+                            ("E4M3FN", "torch", "-inf"), ("E5M2", "ml_dtypes", "-70000")]:  # infinitely wrong: inf
         e.set(fmt, conv, text)
         got = w.page.evaluate("() => window.lowprecBinExplorers[0].lastSources")
         want = _python_columns(text, fmt, conv, compare, scale)

@@ -49,7 +49,7 @@ def _arith(text: str) -> Fraction:
     return ev(ast.parse(expr, mode="eval"))
 
 
-VALUES = ["3.3", "-0.001", "465", "-70000", "0x1.8p3", "1e-9", "0", "-0", "0.0009765625", "57344"]
+VALUES = ["3.3", "-0.001", "465", "-70000", "0x1.8p3", "1e-9", "0", "-0", "0.0009765625", "57344", "inf", "-inf"]
 
 
 @pytest.mark.parametrize("name", ["E4M3FN", "E5M2", "E3M2", "E2M3", "BF16", "FP16", "E4M3FNUZ"])
@@ -60,14 +60,20 @@ def test_code_matches_ml_dtypes_and_errors_are_exact(name: str, text: str) -> No
     assert e.code == int(ml_dtypes_encode(np.array([x], np.float32), name)[0])
     assert e.hex == f"0x{e.code:0{(F.get_format(name).bits + 3) // 4}X}" and int(e.bits, 2) == e.code
     assert len(e.fields) == len(e.bits) == F.get_format(name).bits
-    if math.isfinite(e.value):
+    if math.isfinite(e.value) and math.isfinite(x):
         assert e.error == float(Fraction(e.value) - Fraction(x))  # one correctly rounded subtraction
         assert _arith(e.formula) == Fraction(e.value) == _arith(e.exact)
         assert e.rounding_bin is not None
         if x != 0:  # a bin is a set of reals: which zero -0 encodes to is a sign rule, not an interval
             assert e.rounding_bin.contains(float(np.float32(x)))
     else:
-        assert math.isnan(e.error) and math.isnan(e.rel_error) and e.rounding_bin is None
+        assert (e.rounding_bin is None) == (not math.isfinite(e.value))
+        if math.isnan(x) or math.isnan(e.value):  # no distance at all
+            assert math.isnan(e.error) and math.isnan(e.abs_error) and math.isnan(e.rel_error)
+        elif x == e.value:  # ±Inf kept as the same infinity: exact
+            assert (e.error, e.abs_error, e.rel_error) == (0.0, 0.0, 0.0)
+        else:  # an overflow to ±Inf or a saturated ±Inf: infinitely wrong, signed as value - x
+            assert e.error == (math.inf if e.value > x else -math.inf) and e.abs_error == e.rel_error == math.inf
 
 
 @pytest.mark.parametrize("text", ["465", "-1e6", "3.3", "1e-3", "-0"])
@@ -87,9 +93,13 @@ def test_relative_error_at_zero() -> None:
     t0 = int(torch.tensor([0.0]).to(torch.float8_e8m0fnu).view(torch.uint8)[0])
     assert e8.code == t0 == 0x00 and e8.value == 2.0**-127
     assert e8.rel_error == math.inf and e8.abs_error == 2.0**-127 == e8.error
-    # non-finite on either side: no finite distance
-    assert all(math.isnan(v) for v in relative_error(math.inf, math.inf))
+    # NaN on either side: no distance; the same infinity: exact; any other infinity: infinitely wrong
     assert all(math.isnan(v) for v in relative_error(1.0, math.nan))
+    assert all(math.isnan(v) for v in relative_error(math.nan, math.nan))
+    assert relative_error(math.inf, math.inf) == relative_error(-math.inf, -math.inf) == (0.0, 0.0, 0.0)
+    assert relative_error(math.inf, 448.0) == (-math.inf, math.inf, math.inf)  # a saturating cast of +Inf
+    assert relative_error(-70000.0, -math.inf) == (-math.inf, math.inf, math.inf)  # an overflow
+    assert relative_error(-math.inf, math.inf) == (math.inf, math.inf, math.inf)
     assert relative_error(4.0, 3.0) == (-1.0, 1.0, 0.25)
 
 

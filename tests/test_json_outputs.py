@@ -100,9 +100,11 @@ def test_json_output_is_strict(path: str, tmp_path: Path, capsys: pytest.Capture
     data = strictjson.loads(text)  # raises on NaN / Infinity tokens
     assert data
     if path == "cast":
-        # -70000 overflows E5M2 to -Inf; NaN stays NaN; x = inf is written as the string "inf"
+        # -70000 overflows E5M2 to -Inf (infinitely wrong); NaN stays NaN (no distance); x = inf
+        # stays +Inf (exact); non-finite numbers are written as the strings "inf", "-inf", "nan"
         assert [r["value"] for r in data[:3]] == ["-inf", "nan", "inf"]
-        assert data[0]["rel_error"] == "nan" and data[3]["rel_error"] == 0.0
+        assert [r["error"] for r in data[:3]] == ["-inf", "nan", 0.0]
+        assert data[0]["rel_error"] == "inf" and data[1]["rel_error"] == "nan" and data[3]["rel_error"] == 0.0
     if path == "analyze":
         assert data["tensors"][0]["results"][0]["sqnr_db"] == "inf"  # the exact BF16 cast
     if path == "formats":

@@ -117,7 +117,7 @@ def test_sharded_safetensors_pair_index_and_glob(tmp_path: Path) -> None:
         refs = by_name(inv)
         assert set(refs) == {"layers.0.w", "layers.1.w", "norm"}
         assert [(s.name, s.reason) for s in inv.skipped] == [
-            ("layers.0.ids", "dtype I64 (the lab analyses BF16, F16, F32, F64)")]
+            ("layers.0.ids", "dtype I64 (the lab analyses BF16, FP16, FP32, FP64)")]
     assert refs["layers.1.w"].dtype == "BF16" and refs["norm"].dtype == "FP16"
     np.testing.assert_array_equal(bits(read_all(refs["layers.0.w"])), bits(a.numpy()))
     # BF16 widened exactly: the float32 bits are the bfloat16 bits followed by 16 zeros
@@ -147,8 +147,8 @@ def test_state_dict_nested_non_tensor_and_bf16(tmp_path: Path) -> None:
     assert refs["model.layer.weight"].dtype == "BF16" and refs["model.layer.weight"].shape == (4, 8)
     skipped = {s.name: s.reason for s in inv.skipped}
     assert skipped == {"step": "not a tensor (int)", "name": "not a tensor (str)", "lr.0": "not a tensor (float)",
-                       "counts": "dtype int64 (the lab analyses bfloat16, float16, float32, float64)",
-                       "fp8": "dtype float8_e4m3fn (the lab analyses bfloat16, float16, float32, float64)"}
+                       "counts": "dtype int64 (the lab analyses BF16, FP16, FP32, FP64)",
+                       "fp8": "dtype float8_e4m3fn (the lab analyses BF16, FP16, FP32, FP64)"}
     got = read_all(refs["model.layer.weight"])
     np.testing.assert_array_equal(bits(got), w.view(torch.int16).numpy().view(np.uint16).astype(np.uint32) << 16)
     np.testing.assert_array_equal(read_all(refs["lr.1"]), [2.0, 3.0])
@@ -235,8 +235,10 @@ def test_state_dict_without_torch_names_the_extra(tmp_path: Path) -> None:
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 2, r.stderr
     line = r.stderr.strip()
+    from lowprec.extras import install_command  # the command that works for this install
+
     assert line == (f"lowprec: error: reading the PyTorch file {tmp_path / 'w.pt'} needs torch, which is not "
-                    "installed: pip install 'lowprec[torch]'"), line
+                    f"installed: {install_command('torch')}"), line
 
 
 # ------------------------------------------------------------------------------------------------

@@ -1,15 +1,19 @@
-"""`lowprec lessons [--json] [--root DIR]`: strict JSON listing every lesson's goal, predictions and
-exercises with computed answers (checked here against independent oracles), a text form, clear
-errors, and no Panel/Bokeh/torch import."""
+"""`lowprec lessons [--answers] [--json] [--root DIR] [--no-cache]`: strict JSON listing every lesson's
+goal, predictions and exercises with computed answers (checked here against independent oracles),
+a text outline that computes nothing, clear errors, no Panel/Bokeh/torch import, and the record
+cache (a hit imports neither the lesson parser nor numpy; any change to a lesson or a source is a
+miss)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import ml_dtypes
 import numpy as np
+import pytest
 import torch
 
 from lowprec import strictjson
@@ -20,9 +24,11 @@ ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ("torch", "panel", "bokeh", "param", "triton")
 
 
-def lowprec(*argv: str) -> subprocess.CompletedProcess[str]:
+def lowprec(*argv: str, cache: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """`lowprec ARGV` in a child; the record cache off unless `cache` names its folder."""
+    env = {**os.environ, "LOWPREC_CACHE_DIR": str(cache) if cache is not None else ""}
     return subprocess.run([sys.executable, "-m", "lowprec.app.cli", *argv], capture_output=True, text=True,
-                          cwd=ROOT, timeout=300, check=False)
+                          cwd=ROOT, timeout=300, check=False, env=env)
 
 
 def test_json_lists_goal_predictions_and_exercises_with_computed_answers(tmp_path: Path) -> None:
@@ -64,7 +70,7 @@ def test_every_installed_lesson_is_listed() -> None:
 
 def test_text_form_and_errors(tmp_path: Path) -> None:
     folder = write_lesson_folder(tmp_path / "lessons")
-    r = lowprec("lessons", "probe", "--root", str(folder))
+    r = lowprec("lessons", "probe", "--root", str(folder), "--answers")
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines() == [
         "  1  probe  Probe lesson — 1 prediction, 2 exercises",
@@ -73,13 +79,22 @@ def test_text_form_and_errors(tmp_path: Path) -> None:
         "     exercise smallest-normal-code (code): 0x08",
         "     exercise max-value (number): 448",
     ]
+    r = lowprec("lessons", "probe", "--root", str(folder))  # the outline: the same lines, no answers
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == [
+        "  1  probe  Probe lesson — 1 prediction, 2 exercises",
+        "     goal: Check the components.",
+        "     predict overflow-torch (choice) → unlocks Conventions",
+        "     exercise smallest-normal-code (code)",
+        "     exercise max-value (number)",
+    ]
     r = lowprec("lessons", "nope", "--root", str(folder))
     assert r.returncode == 2 and r.stderr == "lowprec: error: unknown lesson 'nope'; lessons: probe\n"
     bad = tmp_path / "bad"
     bad.mkdir()
     (bad / "01-bad.md").write_text((folder / "01-probe.md").read_text().replace(
         "example:e4m3fn_range.max", "example:e4m3fn_range.nope"), encoding="utf-8")
-    r = lowprec("lessons", "--root", str(bad))
+    r = lowprec("lessons", "--root", str(bad), "--answers")
     assert r.returncode == 2 and r.stderr.startswith(f"lowprec: error: {bad / '01-bad.md'}:")
     assert "cannot compute the answer example:e4m3fn_range.nope" in r.stderr and "Traceback" not in r.stderr
 
@@ -94,3 +109,97 @@ def test_lessons_imports_neither_panel_nor_torch(tmp_path: Path) -> None:
                        check=False)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "0 []"
+
+
+def test_root_that_is_missing_a_file_or_empty_says_which(tmp_path: Path) -> None:
+    """Each case its own message (they were swapped), none blaming the install for a user's folder."""
+    missing, a_file, empty = tmp_path / "nope", tmp_path / "lesson.md", tmp_path / "empty"
+    a_file.write_text("---\n", encoding="utf-8")
+    empty.mkdir()
+    for folder, words in ((missing, "lesson folder does not exist"), (a_file, "is not a folder"),
+                          (empty, "no lessons (*.md) in the lesson folder")):
+        for extra in ((), ("--json",)):
+            r = lowprec("lessons", "--root", str(folder), *extra)
+            assert r.returncode == 2 and r.stderr == f"lowprec: error: {folder}: {words}" + (
+                "; give the folder that holds the lesson files (*.md)" if folder == a_file else "") + "\n", r.stderr
+
+
+def _imports_after(argv: list[str], cache: Path | None) -> tuple[int, str, list[str]]:
+    """(exit status, output, which of the watched modules) of `lowprec ARGV` in a child."""
+    watched = HEAVY + ("numpy", "ml_dtypes", "lowprec.app.lessons", "lowprec.simulations.examples")
+    code = ("import contextlib, io, sys\nfrom lowprec.app.cli import main\nout = io.StringIO()\n"
+            "with contextlib.redirect_stdout(out):\n"
+            f"    rc = main({argv!r})\n"
+            f"print(rc, sorted(m for m in {watched!r} if m in sys.modules))\nprint(out.getvalue(), end='')\n")
+    env = {**os.environ, "LOWPREC_CACHE_DIR": str(cache) if cache is not None else ""}
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300,
+                       check=False, env=env)
+    assert r.returncode == 0, r.stderr
+    head, _, out = r.stdout.partition("\n")
+    rc, _, mods = head.partition(" ")
+    return int(rc), out, eval(mods)  # noqa: S307 - a list of names printed by our own child
+
+
+def test_the_outline_computes_nothing_and_a_cached_list_parses_nothing(tmp_path: Path) -> None:
+    """The plain list (the shipped course) parses the lessons but computes no answer: no worked
+    example, no torch; listed again from the cache, it does not even import the parser or numpy."""
+    cache = tmp_path / "cache"
+    rc, cold, mods = _imports_after(["lessons"], cache)
+    assert rc == 0 and "lowprec.app.lessons" in mods
+    assert not {"lowprec.simulations.examples", "torch", "panel", "bokeh", "triton"} & set(mods), mods
+    rc, warm, mods = _imports_after(["lessons"], cache)
+    assert rc == 0 and warm == cold and mods == [], mods
+    assert [line.split()[1] for line in cold.splitlines() if not line.startswith(" " * 5)] == [
+        lesson.slug for lesson in load_lessons()]
+
+
+def test_cached_records_are_the_computed_ones_and_any_change_is_a_miss(tmp_path: Path) -> None:
+    folder = write_lesson_folder(tmp_path / "lessons")
+    cache = tmp_path / "cache"
+    fresh = lowprec("lessons", "--json", "--root", str(folder))  # no cache
+    outline = lowprec("lessons", "--root", str(folder), cache=cache)  # an outline is cached first …
+    assert outline.returncode == 0 and "(code)\n" in outline.stdout
+    first = lowprec("lessons", "--json", "--root", str(folder), cache=cache)  # … and never serves --json
+    assert fresh.returncode == first.returncode == 0 and first.stdout == fresh.stdout
+    (entry,) = (cache / "lessons").iterdir()
+    rc, again, mods = _imports_after(["lessons", "--json", "--root", str(folder)], cache)
+    assert rc == 0 and again == fresh.stdout and mods == []  # a hit: nothing parsed, nothing computed
+    # an outline request is served by a record with answers; a --json request never by an outline
+    rc, outline, mods = _imports_after(["lessons", "--root", str(folder)], cache)
+    assert rc == 0 and "predict overflow-torch (choice) → unlocks" in outline and mods == []
+    # the lesson changes: recomputed (and the cached record replaced, not added to)
+    lesson = folder / "01-probe.md"
+    lesson.write_text(lesson.read_text(encoding="utf-8").replace("Check the components.", "Check again."),
+                      encoding="utf-8")
+    r = lowprec("lessons", "--json", "--root", str(folder), cache=cache)
+    assert r.returncode == 0 and strictjson.loads(r.stdout)[0]["goal"] == "Check again."
+    assert [p.name for p in (cache / "lessons").iterdir()] == [entry.name]
+    # a damaged cache file is a miss, never an error
+    entry.write_text("{NaN", encoding="utf-8")
+    r = lowprec("lessons", "--json", "--root", str(folder), cache=cache)
+    assert r.returncode == 0 and strictjson.loads(r.stdout)[0]["goal"] == "Check again."
+    # --no-cache reads and writes nothing
+    other = tmp_path / "other"
+    r = lowprec("lessons", "--root", str(folder), "--no-cache", cache=other)
+    assert r.returncode == 0 and not other.exists()
+
+
+def test_the_key_covers_every_source_and_the_dependencies(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from lowprec.app.commands import lessons_cmd
+
+    sources = lessons_cmd._package_sources()
+    import lowprec.formats.codec as codec
+    import lowprec.simulations.examples as examples
+
+    assert {Path(codec.__file__).resolve(), Path(examples.__file__).resolve()} <= {p.resolve() for p in sources}
+    copies = []
+    for p in sources[:3]:
+        c = tmp_path / p.name
+        c.write_bytes(p.read_bytes())
+        copies.append(c)
+    monkeypatch.setattr(lessons_cmd, "_package_sources", lambda: copies)
+    before = lessons_cmd.source_key()
+    copies[1].write_bytes(copies[1].read_bytes() + b"\n# one more line\n")
+    assert lessons_cmd.source_key() != before
+    monkeypatch.setattr(lessons_cmd, "DEPENDENCIES", ("numpy", "no_such_module_here"))
+    assert lessons_cmd.source_key() != before

@@ -14,6 +14,7 @@ import argparse
 from typing import Any
 
 from lowprec import strictjson
+from lowprec.app.commands.argtypes import integer_option
 from lowprec.app.commands.progress import ProgressBar
 from lowprec.gpu import crosscheck
 from lowprec.gpu.backends import backend_names
@@ -25,8 +26,9 @@ def register(sub: Any) -> None:
     p.add_argument("--formats", nargs="+", metavar="FMT", default=None,
                    help="formats to check (default: every format the backend casts to)")
     p.add_argument("--json", metavar="OUT", help='write the report (strict JSON) here ("-": stdout)')
-    p.add_argument("--n-random", type=int, default=crosscheck.REPORT_N_RANDOM,
-                   help="seeded random vectors per format (the structured vectors are always complete)")
+    p.add_argument("--n-random", type=integer_option(0, crosscheck.MAX_N_RANDOM), default=crosscheck.REPORT_N_RANDOM,
+                   metavar="N", help=f"seeded random vectors per format, 0 … {crosscheck.MAX_N_RANDOM} (the "
+                                     "structured vectors are always complete)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random vectors")
     p.add_argument("--replay", nargs="+", metavar="REPORT",
                    help="replay recorded reports against the current model instead of running")
@@ -49,8 +51,6 @@ def run(args: argparse.Namespace) -> int:
     if not args.backend:
         raise ValueError(f"--backend is required (one of {', '.join(backend_names())}) unless "
                          "--replay is given")
-    if args.n_random < 0:
-        raise ValueError(f"--n-random must be ≥ 0, got {args.n_random}")
     to_stdout = args.json == strictjson.STDOUT
     if args.json and not to_stdout:
         crosscheck.check_writable(args.json)  # before a long run, not after it

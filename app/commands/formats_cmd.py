@@ -1,6 +1,8 @@
-"""`lowprec formats [--json]` and `lowprec formats table FORMAT [--json]`: the format registry and
-one format's code table, as text or strict JSON (`lowprec.strictjson`: non-finite values as
-"nan"/"inf"/"-inf")."""
+"""`lowprec formats [--json]`, `lowprec formats FORMAT … [--json]` and `lowprec formats table FORMAT
+[--json]`: the format registry (one line per format), some formats' properties (one `name  value`
+line each; JSON: the same record as in the list, one object for one format), and one format's code
+table, as text or strict JSON (`lowprec.strictjson`: non-finite values as "nan"/"inf"/"-inf").
+FORMAT is any registered name or alias (`e4m3fn`, `float8_e4m3fn`, `bf16` …)."""
 
 from __future__ import annotations
 
@@ -29,28 +31,27 @@ def format_properties(fmt: F.Format) -> dict[str, Any]:
 
 def register(sub: Any) -> None:
     p = sub.add_parser("formats")
-    p.add_argument("action", nargs="?", choices=["table"],
-                   help="'table FORMAT': every code of FORMAT (default: list every format)")
-    p.add_argument("format", nargs="?", help="format name (with 'table')")
-    p.add_argument("--json", action="store_true", help="print strict JSON instead of a table")
+    p.add_argument("words", nargs="*", metavar="FORMAT",
+                   help="FORMAT …: those formats' properties; 'table FORMAT': every code of FORMAT; "
+                        "nothing: one line per format")
+    p.add_argument("--json", action="store_true", help="print strict JSON instead of text")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.action == "table":
-        if not args.format:
-            raise ValueError("'lowprec formats table' needs a FORMAT, e.g. E4M3FN")
-        table = F.code_table(args.format)
+    words: list[str] = list(args.words)
+    if words[:1] == ["table"]:
+        if len(words) != 2:
+            raise ValueError("'lowprec formats table' needs one FORMAT, e.g. lowprec formats table E4M3FN"
+                             if len(words) < 2 else f"'lowprec formats table' takes one FORMAT, got {len(words) - 1}")
+        return _table(words[1], args.json)
+    if words:
+        props = [format_properties(F.get_format(w)) for w in words]  # an unknown name: ValueError
         if args.json:
-            strictjson.write(table.to_dict(), None, indent=None)
+            strictjson.write(props if len(props) > 1 else props[0], None)
             return 0
-        print(f"{'code':>6} {'hex':>6}  {'bits':<{table.bits + 2}} {'class':<9} {'value':>14} {'gap_next':>12}")
-        for row in table.rows():
-            print(f"{row['code']:>6} {row['hex']:>6}  {row['bits']:<{table.bits + 2}} {row['class']:<9} "
-                  f"{_fmt(row['value']):>14} {_fmt(row['gap_next']):>12}")
+        print("\n\n".join("\n".join(property_lines(d)) for d in props))
         return 0
-    if args.format:
-        raise ValueError(f"unexpected argument {args.format!r}; use 'lowprec formats table {args.format}'")
     props = [format_properties(f) for f in F.ALL_FORMATS]
     if args.json:
         strictjson.write(props, None)
@@ -59,6 +60,38 @@ def run(args: argparse.Namespace) -> int:
     for d in props:
         print(f"{d['name']:<9} {d['bits']:>4} {d['max']:>12.6g} {d['smallest_normal']:>12.6g} "
               f"{d['smallest_subnormal']:>14.6g} {d['eps']:>10.4g}  {d['description']}")
+    return 0
+
+
+def property_lines(d: dict[str, Any]) -> list[str]:
+    """One format's properties (`format_properties`) as aligned `name  value` lines; a value that is
+    not an integer also shows its exact power-of-two text (0.015625 = 1 × 2^-6)."""
+    width = max(len(k) for k in d)
+    out = []
+    for key, value in d.items():
+        if isinstance(value, bool):
+            text = "yes" if value else "no"
+        elif isinstance(value, float):
+            text = _fmt(value)
+            if math.isfinite(value) and value != int(value):
+                text += f" = {F.power_of_two_text(value)}"
+        elif isinstance(value, list):
+            text = ", ".join(str(v) for v in value) or "—"
+        else:
+            text = str(value) if value != "" else "—"
+        out.append(f"{key:<{width}}  {text}")
+    return out
+
+
+def _table(name: str, as_json: bool) -> int:
+    table = F.code_table(name)
+    if as_json:
+        strictjson.write(table.to_dict(), None, indent=None)
+        return 0
+    print(f"{'code':>6} {'hex':>6}  {'bits':<{table.bits + 2}} {'class':<9} {'value':>14} {'gap_next':>12}")
+    for row in table.rows():
+        print(f"{row['code']:>6} {row['hex']:>6}  {row['bits']:<{table.bits + 2}} {row['class']:<9} "
+              f"{_fmt(row['value']):>14} {_fmt(row['gap_next']):>12}")
     return 0
 
 

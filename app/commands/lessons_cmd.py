@@ -1,52 +1,105 @@
-"""`lowprec lessons [SLUG ...] [--json] [--root DIR]`: the course, lesson by lesson, with what it asks.
+"""`lowprec lessons [SLUG ...] [--answers] [--json] [--root DIR] [--no-cache]`: the course, lesson by
+lesson, with what it asks.
 
-Per lesson: slug, title, order, summary, goal, and its predictions (id, question, answer kind, the
+Per lesson: slug, title, order, summary, goal, and its predictions and exercises. The plain form is
+the course's table of contents — one line per lesson with its goal, then each prediction's and
+exercise's id and answer kind (and the widget a prediction unlocks) — and computes nothing: it
+parses the lesson files. `--answers` adds each computed answer to those lines; `--json` prints every
+lesson as strict JSON (`lowprec.strictjson`) with the predictions (id, question, answer kind, the
 computed answer as `Answer.to_dict()`, the widget it unlocks) and exercises (id, prompt, answer
-kind, answer, hints, worked solution), so a script can check every answer. `--json` prints the list
-as strict JSON (`lowprec.strictjson`); the text form is one line per lesson with its goal and its
-blocks' ids. `--root` reads another lesson folder (a draft course); slugs select lessons, and an
-unknown slug is an error that lists the known ones. A lesson that does not parse or whose answer
-cannot be computed is an error naming its file and line.
+kind, answer, hints, worked solution), so a script can check every answer. `--root` reads another
+lesson folder (a draft course); slugs select lessons, and an unknown slug is an error that lists
+the known ones. A lesson that does not parse or whose answer cannot be computed is an error naming
+its file and line.
+
+Answers are computed by the worked examples (`simulations.examples`), some of which train tiny
+torch models: seconds of work. The records are kept in a cache (`CACHE_ENV`, else
+`$XDG_CACHE_HOME/lowprec/lessons`, else `~/.cache/lowprec/lessons`; `--no-cache` or an empty
+`LOWPREC_CACHE_DIR` turns it off), one file per lesson, under a key that is the SHA-256 of the
+lesson file's bytes, of every Python source file of the imported lowprec package and of the
+Python, numpy, ml_dtypes and torch installs (their path, size and modification time). Any change
+to any of them is a miss: the record is computed again, never reused stale. A lesson found in the
+cache is listed without importing `lowprec.app.lessons` (and the widget records, numpy, ml_dtypes
+… it brings); an unreadable or unwritable cache is ignored.
 
 Pure Python: the lesson parser and the worked examples (numpy, `lowprec.formats`,
-`lowprec.simulations`); no Panel, Bokeh or torch.
+`lowprec.simulations`); no Panel, Bokeh or (unless an answer needs it) torch.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import importlib.util
+import json
+import os
+import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 from lowprec import strictjson
+from lowprec.app.lesson_files import DEFAULT_ROOT, lesson_paths, slug_of
+
+#: the environment variable that names the cache folder ("" turns the cache off)
+CACHE_ENV = "LOWPREC_CACHE_DIR"
+#: a record's layout; bump it when lesson_record's output changes shape
+RECORD_VERSION = 1
+#: installs whose change may change an answer (found, never imported, for the key)
+DEPENDENCIES = ("numpy", "ml_dtypes", "torch")
 
 
 def register(sub: Any) -> None:
     p = sub.add_parser("lessons")
     p.add_argument("slugs", nargs="*", metavar="SLUG", help="only these lessons (default: all)")
+    p.add_argument("--answers", action="store_true",
+                   help="also print each prediction's and exercise's computed answer")
     p.add_argument("--json", action="store_true",
                    help="print every lesson's goal, predictions and exercises with their computed answers")
     p.add_argument("--root", metavar="DIR", default=None,
                    help="lesson folder to read (default: the lessons installed with lowprec)")
+    p.add_argument("--no-cache", dest="cache", action="store_false",
+                   help=f"compute every record again and leave the cache alone (default: cache in "
+                        f"${CACHE_ENV} or ~/.cache/lowprec)")
     p.set_defaults(func=run)
 
 
-def lesson_record(lesson: Any) -> dict[str, Any]:
-    """One lesson as JSON-ready data (its answers computed)."""
+# ------------------------------------------------------------------------------------------------
+# records
+# ------------------------------------------------------------------------------------------------
+
+
+def lesson_record(lesson: Any, answers: bool = True) -> dict[str, Any]:
+    """One lesson as JSON-ready data. With `answers`, every prediction and exercise with its texts
+    and computed answer (the lesson's Markdown and explanations are not rendered: their numbers are
+    not needed); without, the outline: ids, answer kinds and the widget each prediction unlocks."""
     from lowprec.app.lessons import (
         ExerciseBlock,
         PredictionBlock,
+        RawBlock,
         WidgetDirective,
+        interactive_blocks,
         render_blocks,
     )
 
     predictions: list[dict[str, Any]] = []
     exercises: list[dict[str, Any]] = []
     waiting: dict[str, Any] | None = None  # the last prediction, until a widget follows it
-    for block in render_blocks(lesson):
-        if isinstance(block, WidgetDirective) and waiting is not None:
-            waiting["unlocks"] = block.name
-            waiting = None
+    blocks = render_blocks(lesson, markdown=False) if answers else interactive_blocks(lesson)
+    for block in blocks:
+        if isinstance(block, WidgetDirective):
+            if waiting is not None:
+                waiting["unlocks"] = block.name
+                waiting = None
+        elif isinstance(block, RawBlock):  # the outline: as written, nothing computed
+            if block.kind == "explain":
+                continue
+            entry = {"id": block.id, "kind": block.fields["kind"][0].split()[0]}
+            if block.kind == "predict":
+                waiting = {**entry, "unlocks": None}
+                predictions.append(waiting)
+            else:
+                exercises.append(entry)
         elif isinstance(block, PredictionBlock):
             waiting = {"id": block.id, "question": block.question, "kind": block.answer.kind,
                        "answer": block.answer.to_dict(), "unlocks": None}
@@ -59,17 +112,149 @@ def lesson_record(lesson: Any) -> dict[str, Any]:
             "goal": lesson.goal, "predictions": predictions, "exercises": exercises}
 
 
-def run(args: argparse.Namespace) -> int:
+# ------------------------------------------------------------------------------------------------
+# the cache
+# ------------------------------------------------------------------------------------------------
+
+
+def cache_dir() -> Path | None:
+    """The cache folder (see the module docstring), None when turned off."""
+    configured = os.environ.get(CACHE_ENV)
+    if configured is not None:
+        return Path(configured) / "lessons" if configured else None
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "lowprec" / "lessons"
+
+
+def _package_sources() -> list[Path]:
+    """Every Python source of the imported lowprec package (its linked folders followed)."""
+    import lowprec
+
+    root = Path(lowprec.__file__).resolve().parent
+    out: list[Path] = []
+    for folder, dirs, files in os.walk(root, followlinks=True):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__" and not d.startswith("."))
+        out.extend(Path(folder) / f for f in sorted(files) if f.endswith(".py"))
+    return out
+
+
+def source_key() -> bytes:
+    """SHA-256 of everything besides a lesson's own file that a record depends on: the record
+    layout, every lowprec source file's bytes, the interpreter and the dependencies' installs."""
+    h = hashlib.sha256(f"lowprec lessons record v{RECORD_VERSION}\n{sys.version}\n".encode())
+    for path in _package_sources():
+        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    for name in DEPENDENCIES:
+        spec = importlib.util.find_spec(name)
+        origin = spec.origin if spec is not None else None
+        if origin:
+            st = os.stat(origin)
+            h.update(f"{name} {origin} {st.st_size} {st.st_mtime_ns}\n".encode())
+        else:
+            h.update(f"{name} absent\n".encode())
+    return h.digest()
+
+
+class RecordCache:
+    """Lesson records by key, one JSON file per (lesson folder, slug) in `folder`."""
+
+    def __init__(self, folder: Path | None, lesson_folder: Path) -> None:
+        self.folder = folder
+        self._prefix = hashlib.sha256(str(lesson_folder.resolve()).encode()).hexdigest()[:16]
+        self._source: bytes | None = None
+
+    def key(self, path: Path, text: bytes) -> str:
+        if self._source is None:
+            self._source = source_key()
+        return hashlib.sha256(self._source + path.name.encode() + b"\0" + text).hexdigest()
+
+    def _file(self, path: Path) -> Path:
+        assert self.folder is not None
+        return self.folder / f"{self._prefix}-{slug_of(path)}.json"
+
+    def get(self, path: Path, key: str, answers: bool) -> dict[str, Any] | None:
+        """The cached record under `key` (one with answers satisfies a request without), or None."""
+        if self.folder is None:
+            return None
+        try:
+            entry = strictjson.loads(self._file(path).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        if not isinstance(entry, dict) or entry.get("key") != key or (answers and not entry.get("answers")):
+            return None
+        record = entry.get("record")
+        return record if isinstance(record, dict) else None
+
+    def put(self, path: Path, key: str, answers: bool, record: dict[str, Any]) -> None:
+        if self.folder is None:
+            return
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=self.folder, suffix=".tmp",
+                                             delete=False) as fh:
+                fh.write(strictjson.dumps({"key": key, "answers": answers, "record": record}, indent=None))
+            os.replace(fh.name, self._file(path))  # atomic: a reader sees the old file or the new one
+        except OSError:
+            try:
+                os.unlink(fh.name)
+            except (OSError, UnboundLocalError):
+                pass
+
+
+def course_records(root: Path | None, answers: bool, use_cache: bool = True) -> list[dict[str, Any]]:
+    """Every lesson's record (`lesson_record`), in course order: from the cache when every lesson
+    is there under its current key, else parsed (the whole folder: order and slug clashes are
+    checked across it) and computed where missing."""
+    folder = Path(root) if root is not None else DEFAULT_ROOT
+    paths = lesson_paths(folder, installed=root is None)  # a missing or empty folder: one clear line
+    cache = RecordCache(cache_dir() if use_cache else None, folder)
+    keys: dict[str, str] = {}
+    found: dict[str, dict[str, Any]] = {}
+    if cache.folder is not None:
+        for path in paths:
+            keys[str(path)] = key = cache.key(path, path.read_bytes())
+            record = cache.get(path, key, answers)
+            if record is not None:
+                found[str(path)] = record
+    records = list(found.values())
+    if len(found) == len(paths) and _distinct(records):
+        return sorted(records, key=lambda r: r["order"])
     from lowprec.app.lessons import load_lessons
 
-    lessons = load_lessons(Path(args.root) if args.root else None)
+    out = []
+    for lesson in load_lessons(folder):
+        name = str(lesson.path)
+        record = found.get(name)
+        if record is None:
+            # the cached record is strict JSON; a fresh one is made the same (non-finite numbers as
+            # text), so both read alike
+            record = json.loads(strictjson.dumps(lesson_record(lesson, answers), indent=None))
+            if name in keys:
+                cache.put(Path(name), keys[name], answers, record)
+        out.append(record)
+    return out
+
+
+def _distinct(records: list[dict[str, Any]]) -> bool:
+    orders = [r.get("order") for r in records]
+    slugs = [r.get("slug") for r in records]
+    return len(set(orders)) == len(orders) and len(set(slugs)) == len(slugs)
+
+
+# ------------------------------------------------------------------------------------------------
+# the command
+# ------------------------------------------------------------------------------------------------
+
+
+def run(args: argparse.Namespace) -> int:
+    answers = bool(args.json or args.answers)
+    records = course_records(Path(args.root) if args.root else None, answers, use_cache=args.cache)
     if args.slugs:
-        known = {lesson.slug: lesson for lesson in lessons}
+        known = {r["slug"]: r for r in records}
         unknown = [s for s in args.slugs if s not in known]
         if unknown:
             raise ValueError(f"unknown lesson {unknown[0]!r}; lessons: {', '.join(known)}")
-        lessons = [known[s] for s in args.slugs]
-    records = [lesson_record(lesson) for lesson in lessons]
+        records = [known[s] for s in args.slugs]
     if args.json:
         strictjson.write(records, None)
         return 0
@@ -79,9 +264,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"{r['order']:>3}  {r['slug']}  {r['title']} — {', '.join(asks)}")
         print(f"     goal: {r['goal']}")
         for p in r["predictions"]:
-            print(f"     predict {p['id']} ({p['kind']}): {p['answer']['text']}"
+            shown = f": {p['answer']['text']}" if answers else ""
+            print(f"     predict {p['id']} ({p['kind']}){shown}"
                   + (f" → unlocks {p['unlocks']}" if p["unlocks"] else ""))
         for e in r["exercises"]:
-            shown = e["answer"].get("hex", e["answer"]["text"])
-            print(f"     exercise {e['id']} ({e['kind']}): {shown}")
+            shown = f": {e['answer'].get('hex', e['answer']['text'])}" if answers else ""
+            print(f"     exercise {e['id']} ({e['kind']}){shown}")
     return 0

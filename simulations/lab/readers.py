@@ -67,6 +67,7 @@ import numpy as np
 
 from .limits import LIMITS, ReadLimits
 from .tensors import (
+    ANALYSED_DTYPES,
     FLOAT_DTYPES,
     ArrayRows,
     Inventory,
@@ -268,7 +269,7 @@ def _numpy_skip_reason(dt: np.dtype) -> str:
         return f"big-endian dtype {dt.str}"
     kinds = {"i": "integer", "u": "unsigned integer", "b": "boolean", "c": "complex", "U": "text", "S": "bytes",
              "M": "datetime", "m": "timedelta"}
-    return f"{kinds.get(dt.kind, 'non-float')} dtype {dt.name} (the lab analyses BF16, FP16, FP32, FP64)"
+    return f"{kinds.get(dt.kind, 'non-float')} dtype {dt.name} ({ANALYSED_DTYPES})"
 
 
 _NPY_MAGIC = b"\x93NUMPY"
@@ -463,7 +464,7 @@ def _scan_safetensors(path: str, inv: Inventory, limits: ReadLimits) -> None:
             raise LabReadError(f"{path}: tensor {name!r} has {len(shape)} dimensions (at most {limits.max_dims})")
         ours = _SAFETENSORS_DTYPES.get(code)
         if ours is None:
-            inv.skipped.append(Skipped(path, name, f"dtype {code} (the lab analyses BF16, F16, F32, F64)",
+            inv.skipped.append(Skipped(path, name, f"dtype {code} ({ANALYSED_DTYPES})",
                                        shape, code))
             continue
         begin = int(header[name]["data_offsets"][0])

@@ -23,7 +23,7 @@ import numpy as np
 
 from .limits import ReadLimits
 
-__all__ = ["ArrayRows", "FLOAT_DTYPES", "Inventory", "LabReadError", "Skipped", "TensorRef", "check_regular",
+__all__ = ["ANALYSED_DTYPES", "ArrayRows", "FLOAT_DTYPES", "Inventory", "LabReadError", "Skipped", "TensorRef", "check_regular",
            "check_zip_directory", "matrix_shape", "open_regular", "reason_of", "UniqueNames", "widen"]
 
 #: the dtypes the lab analyses, by our name → numpy dtype of the stored bytes
@@ -33,6 +33,8 @@ FLOAT_DTYPES: dict[str, Any] = {
     "FP32": np.dtype(np.float32),
     "FP64": np.dtype(np.float64),
 }
+#: what a skipped tensor's reason says the lab reads: one spelling (our format names), from FLOAT_DTYPES
+ANALYSED_DTYPES = "the lab analyses " + ", ".join(FLOAT_DTYPES)
 
 
 class LabReadError(ValueError):

@@ -190,8 +190,13 @@
   function searchLeft(arr, v) { var lo = 0, hi = arr.length; while (lo < hi) { var m = (lo + hi) >> 1; if (arr[m] < v) lo = m + 1; else hi = m; } return lo; }
 
   // ------------------------------------------------------------------ explanation (formats.explain)
-  function relError(x, value) {
-    if (!(isFinite(x) && isFinite(value))) return [NaN, NaN, NaN];
+  function relError(x, value) {  // formats.explain.relative_error's rules, the same in the page
+    if (x !== x || value !== value) return [NaN, NaN, NaN];  // NaN on either side: no distance
+    if (!isFinite(x) || !isFinite(value)) {
+      if (x === value) return [0, 0, 0];  // the same infinity: kept exactly
+      var e = isFinite(value) !== isFinite(x) ? value - x : (value > 0 ? Infinity : -Infinity);
+      return [e, Infinity, Infinity];  // infinitely wrong
+    }
     var err = value - x;
     if (x === 0) return [err, Math.abs(err), value === 0 ? 0 : Infinity];
     return [err, Math.abs(err), Math.abs(err) / Math.abs(x)];
