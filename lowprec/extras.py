@@ -55,6 +55,10 @@ def _installed() -> tuple[dict[str, Any] | None, bool]:
         direct = None
     here = _package_root()
     site = Path(str(dist.locate_file(""))).resolve()
+    if direct is None and site == here and (here / "pyproject.toml").is_file():
+        # the checkout's own `lowprec.egg-info` (an editable install writes it beside pyproject.toml,
+        # and the checkout on sys.path finds it first): metadata of the source tree, not an install
+        return None, False
     mine = here == site
     if not mine and isinstance(direct, dict) and direct.get("dir_info", {}).get("editable"):
         mine = _url_path(str(direct.get("url", ""))) == here
