@@ -7,10 +7,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import ml_dtypes
 import numpy as np
+
+from ..quant.recipes import matrix_shape  # the matrix view (rows × last axis) the recipes quantize
 
 __all__ = ["ArrayRows", "FLOAT_DTYPES", "Inventory", "LabReadError", "Skipped", "TensorRef", "matrix_shape", "widen"]
 
@@ -75,15 +77,6 @@ class Inventory:
     files: list[str] = field(default_factory=list)
     tensors: list[TensorRef] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
-
-
-def matrix_shape(shape: Sequence[int]) -> tuple[int, int]:
-    """(rows, cols) of the matrix view: cols = the last axis, rows = the product of the others."""
-    if len(shape) == 0:
-        return 1, 1
-    cols = int(shape[-1])
-    rows = int(np.prod(shape[:-1], dtype=np.int64)) if len(shape) > 1 else 1
-    return rows, cols
 
 
 def widen(raw: np.ndarray, dtype: str) -> np.ndarray:
