@@ -69,7 +69,7 @@ class BlockFormat:
     @classmethod
     def of(cls, recipe: Recipe) -> "BlockFormat":
         """The block format of an MX or NVFP4 recipe record."""
-        elem, scale = recipe.fmt, recipe.scale_format.format()
+        elem, scale = recipe.fmt, recipe.scale_format.storage_format()
         assert isinstance(elem, FloatFormat) and isinstance(scale, FloatFormat)
         family = "MX" if recipe.scheme is Scheme.MX else "NVFP4"
         return cls(recipe.name.upper(), family, elem, recipe.block_elements, scale,

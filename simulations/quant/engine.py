@@ -36,7 +36,7 @@ from .mx import MXTensor, quantize_mx
 from .mxint import MXINT_ELEMENT_SCALE, MXIntTensor, quantize_mxint8
 from .nvfp4 import NVFP4Tensor, quantize_nvfp4
 from .recipes import Recipe, ScaleFormat, Scheme, get_recipe, matrix_shape
-from .rht import apply_rht, inverse_rht, rht_matrix
+from .rht import apply_rht, get_rht, inverse_rht
 
 __all__ = ["QuantResult", "chunk_global_amax", "quantize", "scaled_policy", "transform_input"]
 
@@ -139,17 +139,23 @@ def _as_input(x: Any) -> tuple[np.ndarray, str]:
 
 
 def transform_input(recipe: str | Recipe, x: Any, *, seed: int = 0) -> tuple[np.ndarray, np.ndarray | None]:
-    """(what enters the recipe's quantizer, H or None): x, or x · H blockwise along the last axis
-    rounded once to x's dtype, with the signs of the recipe's convention (`quant.rht`)."""
+    """(what enters the recipe's quantizer, H or None): x (rounded to float32 first where the
+    convention takes float32), or x · H blockwise along the last axis in x's dtype, with the signs and
+    the summation of the recipe's convention (`quant.rht.RHT_CONVENTIONS`)."""
     rec = get_recipe(recipe)
-    if rec.transform is None:
-        return np.asarray(x), None
     arr = np.asarray(x)
+    conv = rec.block_convention
+    if conv is not None and conv.float32_input and arr.dtype == np.float64:
+        with np.errstate(over="ignore"):
+            arr = arr.astype(np.float32)  # the implementation takes float32: rounded before anything else
+    if rec.transform is None:
+        return arr, None
     if arr.ndim == 0 or arr.shape[-1] % 16:
         raise ValueError(f"recipe {rec.name}: the Hadamard transform needs the last axis to be a multiple of 16, "
                          f"got shape {arr.shape}")
-    h = rht_matrix(rec.rht_convention or "seeded", seed)
-    return apply_rht(arr, h, axis=-1), h
+    rht = get_rht(rec.rht_convention or "seeded")
+    h = rht.matrix(seed)
+    return apply_rht(arr, h, axis=-1, accumulate=rht.accumulate), h
 
 
 def _rule_policy(rec: Recipe, fmt: formats.Format) -> formats.CastPolicy | None:
@@ -192,7 +198,7 @@ def quantize(x: Any, recipe: str | Recipe, *, axis: int = -1, rng: np.random.Gen
         if axis != -1 and spec.startswith("block") and "x" not in spec and "@" not in spec:
             spec = f"{spec}@{axis}"
         pol = _rule_policy(rec, fmt) or scaled_policy(fmt)
-        sf = None if rec.scale_format is ScaleFormat.FP32 else rec.scale_format.format()
+        sf = None if rec.scale_format is ScaleFormat.FP32 else rec.scale_format.storage_format()
         st = quantize_scaled(arr, fmt, spec, pol, scale_format=sf, amax=global_amax, rng=rng)
         return QuantResult(rec, st.codes, st.decode_scales, st.scale_codes, None, st, shape, dtype_name, **common)
     if rec.scheme is Scheme.MX:

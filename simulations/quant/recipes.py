@@ -121,7 +121,7 @@ class ScaleFormat(str, Enum):
         """Bits of one stored scale."""
         return {"none": 0, "FP32": 32, "POW2_FP32": 32, "E8M0": 8, "E4M3": 8, "UE5M3": 8, "BF16": 16}[self.value]
 
-    def format(self) -> Format | None:
+    def storage_format(self) -> Format | None:
         """The `formats` format a scale is stored in (FP32 for the power-of-two FP32 scale; None for
         NONE). UE5M3 raises ValueError where `formats` lacks `float8_e5m3fnu`."""
         if self is ScaleFormat.NONE:

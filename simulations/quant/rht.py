@@ -73,7 +73,8 @@ def sylvester(n: int) -> np.ndarray:
     return h
 
 
-def random_hadamard(n: int = RHT_BLOCK, seed: int | None = 0, signs: Sequence[float] | None = None) -> np.ndarray:
+def random_hadamard(n: int = RHT_BLOCK, seed: int | None = 0, signs: Sequence[float] | np.ndarray | None = None
+                    ) -> np.ndarray:
     """diag(signs) · S_n / √n: orthogonal, the signs on the inputs (row i of S_n times d_i); signs drawn
     from `seed` (numpy default_rng(seed).choice([−1, 1], n)) unless given (each ±1)."""
     s = sylvester(n) / math.sqrt(n)
@@ -88,11 +89,14 @@ def random_hadamard(n: int = RHT_BLOCK, seed: int | None = 0, signs: Sequence[fl
 
 @dataclass(frozen=True)
 class RHTConvention:
-    """Where an RHT's 16 signs come from."""
+    """Where an RHT's 16 signs come from, and how a block's sixteen products are summed."""
 
     name: str  # registry key
     signs: tuple[float, ...] | None  # fixed signs, or None: drawn from a seed
     source: str
+    accumulate: str = "exact"  # "exact": each sum formed exactly, rounded once to the operand's dtype;
+    #                            "float32_in_order": summed in float32 over the 16 inputs in order, then
+    #                            rounded to the operand's dtype (Transformer Engine's torch reference)
 
     def matrix(self, seed: int = 0) -> np.ndarray:
         """H = diag(d) · S_16 / 4 (float64); `seed` draws d for the seeded convention."""
@@ -106,7 +110,9 @@ RHT_CONVENTIONS: dict[str, RHTConvention] = {
     c.name: c for c in (
         RHTConvention("seeded", None, "lowprec: signs numpy.random.default_rng(seed).choice([-1, 1], 16), seed 0"),
         RHTConvention("transformer_engine", TE_WGRAD_SIGNS,
-                      "Transformer Engine reference_nvfp4.py get_wgrad_sign_vector(), on the inputs: diag(d) · S_16 / 4"),
+                      "Transformer Engine reference_nvfp4.py get_wgrad_sign_vector(), on the inputs: diag(d) · S_16 / 4, "
+                      "applied as x @ H in float32 (torch's CPU matmul sums the 16 products in order)",
+                      accumulate="float32_in_order"),
     )
 }
 
@@ -155,14 +161,34 @@ def _round_to(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return np.asarray(rounded).astype(dtype)
 
 
-def apply_rht(x: Any, h: np.ndarray, axis: int = -1) -> np.ndarray:
-    """x · H blockwise along `axis`, each block's sums formed exactly and rounded once to x's dtype
-    (float32, float64, float16 or bfloat16; other input becomes float32): the operand as a kernel
-    holds it after the transform."""
+def _sum_in_order_float32(x: np.ndarray, h: np.ndarray, axis: int) -> np.ndarray:
+    """x · H blockwise along `axis` with each output summed in float32 over the n inputs in order
+    (x float32; every product x_i · H_ij is exact for entries ±1/4)."""
+    n = h.shape[0]
+    moved = np.moveaxis(np.asarray(x, np.float32), axis, -1)
+    if moved.shape[-1] % n:
+        raise ValueError(f"Hadamard block {n} does not divide axis {axis} of length {moved.shape[-1]}")
+    blocks = moved.reshape(-1, n)
+    h32 = np.asarray(h, np.float32)
+    acc = np.zeros(blocks.shape, np.float32)
+    for i in range(n):
+        acc += blocks[:, i:i + 1] * h32[i]
+    return np.moveaxis(acc.reshape(moved.shape), -1, axis)
+
+
+def apply_rht(x: Any, h: np.ndarray, axis: int = -1, accumulate: str = "exact") -> np.ndarray:
+    """x · H blockwise along `axis`, in x's dtype (float32, float64, float16 or bfloat16; other input
+    becomes float32): the operand as a kernel holds it after the transform. `accumulate` "exact"
+    forms each sum exactly and rounds it once; "float32_in_order" sums in float32 over the inputs in
+    order and rounds that to x's dtype (see RHTConvention)."""
     arr = np.asarray(x)
-    dtype = arr.dtype if arr.dtype in (np.float32, np.float64, np.float16, np.dtype(ml_dtypes.bfloat16)) \
-        else np.dtype(np.float32)
-    wide = arr.astype(np.float32) if arr.dtype in (np.float16, np.dtype(ml_dtypes.bfloat16)) else arr
+    half = arr.dtype in (np.float16, np.dtype(ml_dtypes.bfloat16))
+    dtype = arr.dtype if half or arr.dtype in (np.float32, np.float64) else np.dtype(np.float32)
+    wide = arr.astype(np.float32) if half else arr
+    if accumulate == "float32_in_order" and dtype != np.float64:
+        return _round_to(_sum_in_order_float32(wide, h, axis).astype(np.float64), np.dtype(dtype))
+    if accumulate not in ("exact", "float32_in_order"):
+        raise ValueError(f"accumulate must be 'exact' or 'float32_in_order', got {accumulate!r}")
     return _round_to(apply_blockwise(wide, h, axis), np.dtype(dtype))
 
 
