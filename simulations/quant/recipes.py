@@ -406,7 +406,7 @@ _TE_NVFP4 = "Transformer Engine reference_nvfp4.py NVFP4QuantizerRef"
 _TE_BLOCKWISE = ("Transformer Engine Float8BlockScaling: tests/pytorch/references/blockwise_quantizer_reference.py "
                  "with quantize_scale_calc.py scale_from_amax_tensor")
 _DEEPGEMM = "DeepSeek-V3 FP8 (DeepGEMM deep_gemm/utils/math.py per_token_cast_to_fp8 / per_block_cast_to_fp8)"
-_RHT_NOTE = ("; Transformer Engine applies the RHT to the column-wise (weight-gradient) operands only, "
+_RHT_NOTE = ("; Transformer Engine applies the RHT to the column-wise (wgrad) operands only, "
              "never to weights")
 
 

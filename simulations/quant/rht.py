@@ -133,7 +133,10 @@ def rht_matrix(convention: str | RHTConvention = "seeded", seed: int = 0) -> np.
 
 def apply_blockwise(x: Any, h: np.ndarray, axis: int = -1) -> np.ndarray:
     """x with every run of n = len(h) elements along `axis` multiplied by h (row vector · h), float64."""
-    arr = formats.as_float_array(x, "x").astype(np.float64)
+    raw = np.asarray(x)
+    if raw.dtype in (np.dtype(ml_dtypes.bfloat16),):  # widened exactly (formats takes float16, not bfloat16)
+        raw = raw.astype(np.float32)
+    arr = formats.as_float_array(raw, "x").astype(np.float64)
     h = formats.as_float_array(h, "h").astype(np.float64)
     if h.ndim != 2 or h.shape[0] != h.shape[1] or h.shape[0] == 0:
         raise ValueError(f"h must be a square n × n matrix, got shape {h.shape}")
