@@ -49,7 +49,7 @@ def test_registry_records() -> None:
         assert r.conventions[0] == r.convention and r.unsupported(r.convention) is None
         d = strictjson.loads(strictjson.dumps(r.to_dict()))
         assert d["name"] == name and d["scheme"] == r.scheme.value
-        with pytest.raises(dataclasses.FrozenInstanceError):
+        with pytest.raises(dataclasses.FrozenInstanceError, match="cannot assign to field 'name'"):
             r.name = "x"  # type: ignore[misc]
     assert quant.get_recipe("fp8_1x128").convention == "transformer_engine"
     assert quant.get_recipe("FP8_1X128@DeepSeek").name == "fp8_1x128@deepseek"
