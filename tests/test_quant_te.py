@@ -309,6 +309,23 @@ def test_nvfp4_4over6_matches_te_reference(case: str) -> None:
     assert np.float32(got.tensor_scale) == dec[0]
 
 
+def test_nvfp4_4over6_tie_keeps_map_to_6() -> None:
+    """Blocks both candidates store exactly: equal errors (0), and TE keeps map-to-6. With a block at
+    2688 the global encode scale is 1; a constant block of 6 gets s6 = 1 (6 → code 6) or s4 = 1.5
+    (6 / 1.5 = 4 → code 6 too, value 4): both exact."""
+    x = np.zeros((1, 64), F32)
+    x[0, :16] = 2688.0
+    x[0, 16:32] = 6.0
+    x[0, 32:48] = 3.0  # s6 = 0.5, s4 = 0.75: 3 / 0.75 = 4, exact as well
+    x[0, 48:] = [6.0, 4.0] * 8  # s6 = 1 stores 4 exactly; s4 = 1.5 stores 6 but not 4 (4 / 1.5 → 3 → 4.5)
+    want_scale, want_codes, _ = te_nvfp4(x, four_over_six=True)
+    got = quant.quantize(x, "nvfp4_4over6")
+    np.testing.assert_array_equal(got.scale_codes, want_scale)
+    e4m3 = {1.0: 0x38, 0.5: 0x30}
+    assert got.scale_codes[0, 1:].tolist() == [e4m3[1.0], e4m3[0.5], e4m3[1.0]]  # map-to-6 kept on the ties
+    np.testing.assert_array_equal(got.codes, want_codes)
+
+
 def test_nvfp4_4over6_picks_the_smaller_error() -> None:
     """An independent reading of the rule: per block, map-to-4 is kept exactly where its absolute
     error (computed here in float64 from the decoded values) is smaller than map-to-6's, up to
