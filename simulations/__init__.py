@@ -5,4 +5,6 @@ Panel or Bokeh); every result is a dataclass with `to_dict()`, written by the on
 simulation module declares its parameters once, as a config record, and one `SIMULATION`
 (`simulations._cli.Simulation`) from which `python -m lowprec.simulations.NAME`, `lowprec simulate
 NAME` and the app's widget are generated: spike, grouping, blocks, attention (and hadamard).
+Scaled-quantization recipes live in one wing, `simulations.quant` (recipes as data and one
+`quantize`), which the blocks simulation, the recipe lab (`simulations.lab`) and the lessons read.
 """

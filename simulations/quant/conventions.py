@@ -307,7 +307,9 @@ class MXIntScale(str, Enum):
     OCP: gfloat 0.5.2's `compute_scale_amax` and `encode_block`: X = floor(log2 amax) exactly,
         clamped to [−127, 127], amax 0 → −127 (code 0); code = the two's-complement INT8 of
         x / 2^X · 64 rounded to nearest even and saturated at −128 / +127 (−2 = 0x80 is reachable,
-        +2 is not); a block holding NaN or ±Inf gets the NaN scale 0xFF and zero codes.
+        +2 is not); a block holding NaN or ±Inf gets the NaN scale 0xFF and zero codes. (gfloat takes
+        numpy's float64 log2 of the amax: the same X for float32 input; for a float64 amax within
+        2^-52 below a power of two its log2 rounds up to the power, and gfloat's X is one higher.)
     MICROXCALING: `_shared_exponents` / `_quantize_mx` / `_quantize_elemwise_core` (round
         'nearest'): X = floor(fl32(log2 amax)) with fl32(log2) torch's float32 log2 (an amax just
         below a power of two can round up to it), amax 0 → −126 (log2 of FLT_MIN), X < −127 → −127,
@@ -806,6 +808,9 @@ def nvfp4_scales(block_amax: np.ndarray, tensor_amax: float | np.ndarray, conv: 
 def nvfp4_encode_reciprocal(t: Any, divisor: float = NVFP4_TENSOR_DIVISOR) -> Any:
     """Transformer Engine's global encode scale (GlobalScale.ENCODE_RECIPROCAL) of float32 amaxes `t`
     (a scalar or an array): min(fl32(divisor / t), FLT_MAX), and 1 where that is 0 (an Inf amax)."""
+    if isinstance(divisor, (bool, np.bool_)) or not isinstance(divisor, (int, float, np.integer, np.floating)):
+        raise TypeError(f"divisor must be a real number, got {type(divisor).__name__}")
+    t = _float32_array(t, "t") if np.ndim(t) else _F32(formats.as_float_array(t, "t"))
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         enc = np.minimum(_F32(divisor) / t, _F32(FLT_MAX))
     if np.ndim(enc) == 0:
@@ -816,7 +821,11 @@ def nvfp4_encode_reciprocal(t: Any, divisor: float = NVFP4_TENSOR_DIVISOR) -> An
 def e4m3_as_float32(codes: np.ndarray) -> np.ndarray:
     """E4M3FN codes as float32, a NaN code becoming the float32 NaN torch's upcast makes of it:
     sign, all-ones exponent, the code's mantissa bits at the top (0x7F → 0x7FF00000)."""
-    vals = formats.decode(codes, E4M3FN).astype(np.float32)
+    codes = np.asarray(codes)
+    if codes.dtype.kind not in "ui":
+        raise TypeError(f"codes must be E4M3FN codes (integers), got dtype {codes.dtype}")
+    vals = np.asarray(formats.decode(codes, E4M3FN)).astype(np.float32)
+    codes = codes.astype(np.int64)
     nan = (codes & E4M3_NAN_CODE) == E4M3_NAN_CODE
     if nan.any():
         c = codes[nan].astype(np.uint32)

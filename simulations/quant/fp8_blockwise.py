@@ -22,7 +22,7 @@ import numpy as np
 from lowprec import formats
 from lowprec.formats import E4M3FN
 
-from .conventions import BlockConvention, ElementCast, FP8TileScale, cast_elements
+from .conventions import BlockConvention, ElementCast, FP8TileScale, cast_elements, get_block_convention
 
 __all__ = ["FP8TileTensor", "quantize_fp8_tiles", "tile_scales"]
 
@@ -65,7 +65,9 @@ def tile_scales(amax: np.ndarray, rule: FP8TileScale, scale_format: str, source_
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """(decode scales, element multipliers, UE8M0 codes or None) of tiles with float32 amaxes `amax`,
     by `rule` (see FP8TileScale) and `scale_format` ("FP32", "POW2_FP32" or "E8M0")."""
-    a = np.asarray(amax, dtype=np.float32)
+    if not isinstance(rule, FP8TileScale):
+        raise TypeError(f"rule must be an FP8TileScale, got {rule!r:.40}")
+    a = formats.as_float_array(amax, "amax").astype(np.float32)
     fmax = _F32(E4M3FN.max)
     codes = None
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
@@ -94,15 +96,21 @@ def tile_scales(amax: np.ndarray, rule: FP8TileScale, scale_format: str, source_
     raise ValueError(f"unknown FP8 tile rule {rule!r}")
 
 
-def quantize_fp8_tiles(x: Any, tile: tuple[int, int], scale_format: str, conv: BlockConvention,
+def quantize_fp8_tiles(x: Any, tile: tuple[int, int], scale_format: str, conv: str | BlockConvention,
                        source_dtype: str = "float32", shape: tuple[int, ...] | None = None) -> FP8TileTensor:
     """E4M3 with one scale per `tile` (rows, cols) of the 2-D `x` (float32; other floats are rounded
     to float32), partial edge tiles allowed, by the convention's FP8 tile rule; `shape` is the
     tensor's own shape when x is its matrix view."""
-    rule = conv.check_fp8_tiles(scale_format)
-    arr = np.asarray(x)
+    conv = get_block_convention(conv)
+    rule = conv.check_fp8_tiles(str(scale_format))
+    if (not isinstance(tile, (tuple, list)) or len(tile) != 2
+            or not all(isinstance(t, (int, np.integer)) and not isinstance(t, bool) and t >= 1 for t in tile)):
+        raise ValueError(f"tile must be (rows, cols), two positive integers, got {tile!r:.60}")
+    arr = formats.as_float_array(x, "x")
     if arr.ndim != 2:
         raise ValueError(f"FP8 tiles quantize a matrix; got shape {arr.shape} (quant.quantize takes the matrix view)")
+    if shape is not None and int(np.prod(shape, dtype=np.int64)) != arr.size:
+        raise ValueError(f"shape {shape} does not hold the {arr.size} elements of x")
     with np.errstate(over="ignore"):
         a32 = np.ascontiguousarray(arr, dtype=np.float32)
     r, c = (int(t) for t in tile)

@@ -22,7 +22,7 @@ from lowprec.formats import E8M0, INT8
 
 from ..granularity import Granularity
 from ._blockwise import amax_bits, block_grouping, float_input, inf_bits, scale_groups, scale_layout
-from .conventions import BlockConvention, MXIntScale
+from .conventions import BlockConvention, MXIntScale, get_block_convention
 from .scale_rules import E8M0_BIAS, E8M0_NAN_CODE
 
 __all__ = ["MXINT_BLOCK", "MXINT_ELEMENT_SCALE", "MXIntTensor", "quantize_mxint8"]
@@ -70,8 +70,9 @@ def _floor_log2_exact(a: np.ndarray) -> np.ndarray:
     return e.astype(np.int64) - 1
 
 
-def quantize_mxint8(x: Any, axis: int = -1, *, convention: BlockConvention) -> MXIntTensor:
+def quantize_mxint8(x: Any, axis: int = -1, *, convention: str | BlockConvention = "ocp") -> MXIntTensor:
     """MXINT8-quantize `x` in blocks of 32 along `axis` under the convention's MXINT8 rule."""
+    convention = get_block_convention(convention)
     rule = convention.check_mxint()
     arr = float_input(x)
     if convention.float32_input and arr.dtype != np.float32:

@@ -282,7 +282,13 @@ def four_over_six(blocks: np.ndarray, block_amax: np.ndarray, tensor_amax: float
     the Four Over Six rule of Cook et al. (2025, arXiv:2512.02010)."""
     conv = get_block_convention("transformer_engine")
     f32 = np.float32
-    a = np.asarray(block_amax, np.float32)
+    blocks = formats.as_float_array(blocks, "blocks")
+    a = formats.as_float_array(block_amax, "block_amax").astype(np.float32)
+    if blocks.ndim != 2 or blocks.shape[1] != NVFP4_BLOCK or a.shape != (blocks.shape[0],):
+        raise ValueError(f"blocks must be rows of {NVFP4_BLOCK} and block_amax one per row; got shapes "
+                         f"{blocks.shape} and {a.shape}")
+    if isinstance(tensor_amax, (bool, np.bool_)) or not isinstance(tensor_amax, (int, float, np.integer, np.floating)):
+        raise TypeError(f"tensor_amax must be a real number, got {type(tensor_amax).__name__}")
     t = f32(tensor_amax)
     torch_e4m3 = formats.policy_for("torch", E4M3FN)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):

@@ -137,6 +137,9 @@ class ScaleFormat(str, Enum):
 
 def matrix_shape(shape: Sequence[int]) -> tuple[int, int]:
     """(rows, cols) of the matrix view: cols = the last axis, rows = the product of the others."""
+    if isinstance(shape, (str, bytes)) or not isinstance(shape, (tuple, list)) or not all(
+            isinstance(s, (int, np.integer)) and not isinstance(s, bool) and s >= 0 for s in shape):
+        raise TypeError(f"shape must be a tuple of non-negative integers, got {shape!r:.80}")
     if len(shape) == 0:
         return 1, 1
     cols = int(shape[-1])
@@ -528,8 +531,11 @@ def parse_recipes(text: str | Sequence[str] | None) -> tuple[Recipe, ...]:
         items: list[str] = [DEFAULT]
     elif isinstance(text, str):
         items = [t for t in (s.strip() for s in text.split(",")) if t]
+    elif isinstance(text, (list, tuple)) and all(isinstance(t, (str, Recipe)) for t in text):
+        items = [t if isinstance(t, str) else t.name for t in text]
+        items = [t.strip() for t in items]
     else:
-        items = [str(t).strip() for t in text]
+        raise TypeError(f"recipes are named by text (comma-separated) or a list of names, got {text!r:.80}")
     if not items:
         raise ValueError("no recipe given; name some (comma-separated), or 'default' or 'all'")
     out: list[Recipe] = []

@@ -42,6 +42,7 @@ import numpy as np
 from lowprec import formats
 
 __all__ = [
+    "MAX_HADAMARD",
     "RHT_BLOCK",
     "RHT_CONVENTIONS",
     "RHTConvention",
@@ -57,6 +58,7 @@ __all__ = [
 ]
 
 RHT_BLOCK = 16
+MAX_HADAMARD = 4096  # the largest Sylvester matrix built (bounded work: 128 MiB of float64)
 
 #: Transformer Engine's `get_wgrad_sign_vector()` (reference_nvfp4.py): the 16 signs of its RHT
 TE_WGRAD_SIGNS: tuple[float, ...] = (1.0, 1.0, 1.0, -1.0, 1.0, -1.0, -1.0, -1.0,
@@ -67,6 +69,8 @@ def sylvester(n: int) -> np.ndarray:
     """The n × n Sylvester Hadamard matrix of ±1 (n a power of two), float64."""
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1 or n & (n - 1):
         raise ValueError(f"Sylvester Hadamard size must be a power of two ≥ 1, got {n!r}")
+    if n > MAX_HADAMARD:
+        raise ValueError(f"Sylvester Hadamard size {n} is over the largest built here, {MAX_HADAMARD}")
     h = np.ones((1, 1))
     while h.shape[0] < n:
         h = np.block([[h, h], [h, -h]])
@@ -137,9 +141,7 @@ def apply_blockwise(x: Any, h: np.ndarray, axis: int = -1) -> np.ndarray:
     if raw.dtype in (np.dtype(ml_dtypes.bfloat16),):  # widened exactly (formats takes float16, not bfloat16)
         raw = raw.astype(np.float32)
     arr = formats.as_float_array(raw, "x").astype(np.float64)
-    h = formats.as_float_array(h, "h").astype(np.float64)
-    if h.ndim != 2 or h.shape[0] != h.shape[1] or h.shape[0] == 0:
-        raise ValueError(f"h must be a square n × n matrix, got shape {h.shape}")
+    h = _square(h)
     if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)):
         raise TypeError(f"axis must be an integer, got {axis!r:.40}")
     if not -arr.ndim <= axis < arr.ndim:
@@ -164,11 +166,24 @@ def _round_to(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return np.asarray(rounded).astype(dtype)
 
 
+def _square(h: Any) -> np.ndarray:
+    """h as a square float64 matrix; ValueError otherwise."""
+    m = formats.as_float_array(h, "h").astype(np.float64)
+    if m.ndim != 2 or m.shape[0] != m.shape[1] or m.shape[0] == 0:
+        raise ValueError(f"h must be a square n × n matrix, got shape {m.shape}")
+    return m
+
+
 def _sum_in_order_float32(x: np.ndarray, h: np.ndarray, axis: int) -> np.ndarray:
     """x · H blockwise along `axis` with each output summed in float32 over the n inputs in order
     (x float32; every product x_i · H_ij is exact for entries ±1/4)."""
     n = h.shape[0]
-    moved = np.moveaxis(np.asarray(x, np.float32), axis, -1)
+    arr = np.asarray(x, np.float32)
+    if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)):
+        raise TypeError(f"axis must be an integer, got {axis!r:.40}")
+    if not -arr.ndim <= axis < arr.ndim:
+        raise ValueError(f"axis {axis} is out of range for an array of {arr.ndim} axes")
+    moved = np.moveaxis(arr, axis, -1)
     if moved.shape[-1] % n:
         raise ValueError(f"Hadamard block {n} does not divide axis {axis} of length {moved.shape[-1]}")
     blocks = moved.reshape(-1, n)
@@ -184,26 +199,31 @@ def apply_rht(x: Any, h: np.ndarray, axis: int = -1, accumulate: str = "exact") 
     becomes float32): the operand as a kernel holds it after the transform. `accumulate` "exact"
     forms each sum exactly and rounds it once; "float32_in_order" sums in float32 over the inputs in
     order and rounds that to x's dtype (see RHTConvention)."""
+    if accumulate not in ("exact", "float32_in_order"):
+        raise ValueError(f"accumulate must be 'exact' or 'float32_in_order', got {accumulate!r:.40}")
     arr = np.asarray(x)
     half = arr.dtype in (np.float16, np.dtype(ml_dtypes.bfloat16))
     dtype = arr.dtype if half or arr.dtype in (np.float32, np.float64) else np.dtype(np.float32)
-    wide = arr.astype(np.float32) if half else arr
+    wide = arr.astype(np.float32) if half else formats.as_float_array(arr, "x")
     if accumulate == "float32_in_order" and dtype != np.float64:
-        return _round_to(_sum_in_order_float32(wide, h, axis).astype(np.float64), np.dtype(dtype))
-    if accumulate not in ("exact", "float32_in_order"):
-        raise ValueError(f"accumulate must be 'exact' or 'float32_in_order', got {accumulate!r}")
+        return _round_to(_sum_in_order_float32(wide, _square(h), axis).astype(np.float64), np.dtype(dtype))
     return _round_to(apply_blockwise(wide, h, axis), np.dtype(dtype))
 
 
 def inverse_rht(y: Any, h: np.ndarray, axis: int = -1) -> np.ndarray:
     """y · Hᵀ blockwise along `axis` (float64): the transform undone, (x · H) · Hᵀ = x."""
-    return apply_blockwise(y, np.asarray(h, dtype=np.float64).T, axis)
+    return apply_blockwise(y, _square(h).T, axis)
 
 
 def block_crest_factor(x: Any, n: int = RHT_BLOCK) -> np.ndarray:
     """amax / RMS of each run of n consecutive elements of x (flattened; at most √n; NaN for an
     all-zero run)."""
-    b = formats.as_float_array(x, "x").astype(np.float64).reshape(-1, n)
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"n must be a positive integer, got {n!r:.40}")
+    a = formats.as_float_array(x, "x").astype(np.float64)
+    if a.size % n:
+        raise ValueError(f"runs of {n} do not divide the {a.size} elements of x")
+    b = a.reshape(-1, n)
     rms = np.sqrt((b * b).mean(axis=1))
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(rms > 0, np.abs(b).max(axis=1) / np.where(rms > 0, rms, 1.0), np.nan)

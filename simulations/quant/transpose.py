@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from lowprec import formats
 from lowprec.formats import E4M3FN
 
 from ..metrics import error_metrics
@@ -49,7 +50,7 @@ def transpose_requantization(x: Any, recipe: str = "fp8_1x128_pow2") -> Transpos
     rec = get_recipe(recipe)
     if rec.scheme is not Scheme.FP8_TILES or rec.block[0] != 1:
         raise ValueError(f"transpose_requantization takes a 1×k FP8 tile recipe (fp8_1x128, …), got {rec.name}")
-    arr = np.asarray(x, dtype=np.float32)
+    arr = formats.as_float_array(x, "x").astype(np.float32)
     if arr.ndim != 2:
         raise ValueError(f"x must be a matrix, got shape {arr.shape}")
     rows = quantize(arr, rec)
