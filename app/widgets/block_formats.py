@@ -153,7 +153,7 @@ def recipe_words(sel: SelectedRecipe) -> tuple[str, str]:
     rec, shown = sel.recipe, sel.shown
     elem = rec.fmt.name + (" (×2^-6)" if rec.scheme is Scheme.MXINT else "")
     br, bc = rec.block
-    per = f"{br}×{bc} tile" if br > 1 else f"{bc}"
+    per = f"{br}×{bc} tile" if br > 1 or rec.scheme is Scheme.FP8_TILES else f"{bc}"
     scale = rec.scale_format.value
     if rec.scheme is Scheme.NVFP4:
         second = "an FP32 scale per row" if rec.second_level == "row" else f"FP32 tensor scale {shown.tensor_scale:.4g}"

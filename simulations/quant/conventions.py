@@ -504,7 +504,8 @@ TRANSFORMER_ENGINE = BlockConvention(
     name="transformer_engine",
     source="Transformer Engine 2.20.2: MXFP8 per docs mxfp8.rst, tests/cpp/operator/test_cast_mxfp8.cu "
            "compute_ref, tests/cpp/test_common.h float_to_e8m0/exp2f_rcp; NVFP4 per "
-           "pytorch/custom_recipes/reference_nvfp4.py NVFP4QuantizerRef (1×16 and 16×16)",
+           "pytorch/custom_recipes/reference_nvfp4.py NVFP4QuantizerRef (1×16 and 16×16, 4over6, row-scaled, "
+           "RHT); FP8 blockwise per tests/pytorch/references/blockwise_quantizer_reference.py",
     float32_input=True,
     mx_elements=("E4M3FN", "E5M2"),
     mx_block_sizes=(32,),
