@@ -62,7 +62,7 @@ edge tile is the tile over the elements that exist, as both implementations pad 
 | scale | encode s = fl32(448 / amax), decode fl32(1 / s) | decode d = fl32(max(amax, 1e-4) / 448) |
 | power of two | s rounded down (frexp) | UE8M0: d rounded up, exponent field clamped to [1, 254] |
 | amax 0 / tiny | s = 1 / s = the input dtype's max where 448 / amax is Inf | clamped at 1e-4 |
-| Inf / NaN amax | Inf: s = 0 (finite → ±0, Inf → NaN); NaN: s NaN (power of two: ½) | UE8M0: d = 2^127; FP32: NaN / Inf |
+| Inf / NaN amax | Inf: s = 0 (finite → ±0, Inf → NaN); NaN: s NaN (pow2: ½) | UE8M0: 2^127; FP32: NaN / Inf |
 | elements | clamp(fl32(x · s), ±448), torch's E4M3 cast | torch's E4M3 cast of fl32(x · fl32(1 / d)) (saturating) |
 
 MXINT8 (OCP MX v1.0 §5.3: INT8 elements with an implicit 2^-6, an E8M0 scale per 32):
@@ -548,7 +548,8 @@ MICROXCALING = _tiles_only(
 )
 
 #: every convention, by name
-CONVENTIONS: dict[str, BlockConvention] = {c.name: c for c in (OCP, TORCHAO, TRANSFORMER_ENGINE, DEEPSEEK, MICROXCALING)}
+CONVENTIONS: dict[str, BlockConvention] = {
+    c.name: c for c in (OCP, TORCHAO, TRANSFORMER_ENGINE, DEEPSEEK, MICROXCALING)}
 #: the conventions that implement MX and NVFP4 (the blocks simulation's comparison and the Conventions table)
 BLOCK_CONVENTIONS: dict[str, BlockConvention] = {c.name: c for c in CONVENTIONS.values() if c.mx_elements and c.nvfp4}
 DEFAULT_CONVENTION = OCP.name

@@ -209,9 +209,11 @@ def quantize(x: Any, recipe: str | Recipe, *, axis: int = -1, rng: np.random.Gen
     if rec.scheme is Scheme.NVFP4:
         if global_amax is not None and (isinstance(global_amax, (bool, np.bool_)) or not isinstance(
                 global_amax, (int, float, np.integer, np.floating))):
-            raise TypeError(f"global_amax of an NVFP4 recipe is the tensor amax, a real number; got {global_amax!r:.40}")
+            raise TypeError(f"global_amax of an NVFP4 recipe is the tensor amax, a real number; "
+                            f"got {global_amax!r:.40}")
         nt = quantize_nvfp4(arr, axis, block_2d=rec.block_2d, policy=_rule_policy(rec, rec.fmt), rng=rng,
-                            convention=rec.convention, tensor_amax=global_amax, variant=rec.nvfp4_variant)
+                            convention=rec.convention, tensor_amax=None if global_amax is None else float(global_amax),
+                            variant=rec.nvfp4_variant)
         second = nt.row_scales if nt.row_scales is not None else nt.tensor_scale
         return QuantResult(rec, nt.codes, np.asarray(nt.block_scales, np.float32), nt.scale_codes, second, nt,
                            shape, dtype_name, **common)

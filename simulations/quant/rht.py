@@ -114,8 +114,9 @@ RHT_CONVENTIONS: dict[str, RHTConvention] = {
     c.name: c for c in (
         RHTConvention("seeded", None, "lowprec: signs numpy.random.default_rng(seed).choice([-1, 1], 16), seed 0"),
         RHTConvention("transformer_engine", TE_WGRAD_SIGNS,
-                      "Transformer Engine reference_nvfp4.py get_wgrad_sign_vector(), on the inputs: diag(d) · S_16 / 4, "
-                      "applied as x @ H in float32 (torch's CPU matmul sums the 16 products in order)",
+                      "Transformer Engine reference_nvfp4.py get_wgrad_sign_vector(), on the inputs: "
+                      "diag(d) · S_16 / 4, applied as x @ H in float32 (torch's CPU matmul sums the 16 "
+                      "products in order)",
                       accumulate="float32_in_order"),
     )
 }
