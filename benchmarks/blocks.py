@@ -32,8 +32,8 @@ from typing import Any, Callable
 import numpy as np
 
 from lowprec.formats import codec
-from lowprec.simulations.mx import quantize_mx
-from lowprec.simulations.nvfp4 import quantize_nvfp4
+from lowprec.simulations.quant.mx import quantize_mx
+from lowprec.simulations.quant.nvfp4 import quantize_nvfp4
 
 TARGETS = {"MXFP8": 2.0, "NVFP4": 3.0}  # torchao eager time / ours (issue 18)
 

@@ -6,4 +6,6 @@ simulation module declares its parameters once, as a config record, and one `SIM
 (`simulations._cli.Simulation`) from which `python -m lowprec.simulations.NAME`, `lowprec simulate
 NAME` and the app's widget are generated: spike, grouping, blocks, attention, recompute, hadamard
 (the app's faces of each, in one registry: `lowprec.app.sim_faces`).
+Scaled-quantization recipes live in one wing, `simulations.quant` (recipes as data and one
+`quantize`), which the blocks simulation, the recipe lab (`simulations.lab`) and the lessons read.
 """

@@ -1,7 +1,7 @@
 """One block under every block convention, and the table of where the conventions differ.
 
 `compare_conventions` quantizes a small 1-D tensor as MX or NVFP4 under each convention of
-`simulations.block_conventions` (ocp, torchao, transformer_engine) and returns one block as each
+`simulations.quant.conventions` (ocp, torchao, transformer_engine) and returns one block as each
 stores it — scale code, decode scale, element codes, decoded values — with its error against the
 input. `block_conventions_table` runs it on a fixed set of probes (an MX amax at the rceil boundary,
 a tiny MX block, MX blocks holding Inf or NaN, NVFP4 block scales below E4M3's smallest normal or
@@ -19,10 +19,11 @@ import numpy as np
 from lowprec import formats
 from lowprec.formats import E4M3FN
 
-from .block_conventions import BLOCK_CONVENTIONS
-from .block_formats import E8M0_BIAS, E8M0_NAN_CODE, get_block_format
-from .mx import quantize_mx
-from .nvfp4 import quantize_nvfp4
+from .block_formats import get_block_format
+from .quant.conventions import BLOCK_CONVENTIONS
+from .quant.mx import quantize_mx
+from .quant.nvfp4 import quantize_nvfp4
+from .quant.scale_rules import E8M0_BIAS, E8M0_NAN_CODE
 
 __all__ = ["ConventionComparison", "ConventionOutcome", "ConventionProbe", "block_conventions_table",
            "compare_conventions"]

@@ -1,21 +1,24 @@
-"""The block-formats simulation: every block format of `simulations.block_formats` on one tensor, and
-one recipe in detail.
+"""The block-formats simulation: the block recipes of the quant wing (`simulations.quant.RECIPES`) on
+one tensor, and one recipe in detail.
 
 The tensor: `rows × cols` float32 values from `numpy.random.default_rng(seed)` (standard normal,
 Student-t with 3 degrees of freedom, or a signed log-normal with σ = 2), optionally with one outlier
 at column OUTLIER_COL of row `row`. With `hadamard` on, every run of 16 elements along a row is first
-multiplied by the random Hadamard matrix of `simulations.hadamard` (signs from `seed`), and each
-decoded tensor is transformed back, so errors are always measured against the original tensor.
+multiplied by the random Hadamard matrix of `simulations.quant.rht` (the convention's signs: seeded
+from `seed`, or Transformer Engine's fixed vector), and each decoded tensor is transformed back
+(with Hᵀ), so errors are always measured against the original tensor.
 
-- The comparison: MX (each element format × each scale rule, blocks of 32 along rows) and NVFP4
-  (1×16 blocks and 16×16 tiles); per scheme the bits per element and the RMS relative error
-  ‖x̂ − x‖₂ / ‖x‖₂ overall and per 32-element block along rows.
-- The recipe in detail (`recipe`, and `scale_rule` for MX): against per-tensor scaling in the same
+- The comparison: under a convention that has MX and NVFP4, MX (each element format × each scale
+  rule, blocks of 32 along rows) and NVFP4 (1×16 blocks and 16×16 tiles); under one that has neither
+  (deepseek, microxcaling), each block recipe it has. Per scheme the bits per element and the RMS
+  relative error ‖x̂ − x‖₂ / ‖x‖₂ overall and per 32-element block along rows.
+- The recipe in detail (`recipe`, any of `BLOCK_RECIPES`: MX, NVFP4 and its variants, FP8 blockwise
+  1×128 / 128×128 tiles, MXINT8; and `scale_rule` for MX): against per-tensor scaling in the same
   element format (`simulations.scaling.quantize_scaled`, FP32 `encode_scale = F / amax`), the
-  per-block errors, and the first 32 elements of `row` (one MX block, two NVFP4 blocks) with their
-  codes, scales and the grid of values the first of them can decode to. With `transposed_view` on,
-  also the two ways of making the column-blocked view (blocks along columns, as the weight-gradient
-  product needs) of the tensor entering the cast: quantized from the source (one rounding) and
+  per-block errors, and the first 32 elements of `row` with their codes, scales and the grid of
+  values the first of them can decode to. With `transposed_view` on, also the two ways of making the
+  column-blocked view (blocks along columns, as the weight-gradient product needs; for 1×128 tiles
+  the 128×1 view) of the tensor entering the cast: quantized from the source (one rounding) and
   re-quantized from the row-blocked decoded data (two roundings), with the same recipe; those errors
   are measured against the tensor entering the cast (with the transform on, the transformed one; the
   tensor-wide error of the row view is the same in either basis, the blockwise transform being
@@ -23,9 +26,9 @@ decoded tensor is transformed back, so errors are always measured against the or
 
 `BlocksConfig` declares every parameter once; `lowprec simulate blocks`, `python -m
 lowprec.simulations.blocks`, the BlockFormats widget and its lesson directive are generated from it.
-`convention` names whose arithmetic every cast follows (`simulations.block_conventions`: the OCP
-reading, torchao 0.18 or Transformer Engine 2.20); the comparison covers the element formats, scale
-rules and NVFP4 layouts that implementation has.
+`convention` names whose arithmetic every cast follows (`simulations.quant.conventions`: the OCP
+reading, torchao 0.18, Transformer Engine 2.20, DeepSeek's DeepGEMM, microxcaling); the recipe must
+be one the convention has.
 """
 
 from __future__ import annotations
@@ -40,20 +43,25 @@ from lowprec.config import ConfigError, Cost, config_record, knob
 from lowprec.formats import CastPolicy
 
 from ._cli import ProgressFn, Simulation, config_or_knobs, config_values, run_module
-from .block_conventions import BLOCK_CONVENTIONS, DEFAULT_CONVENTION, get_block_convention
-from .block_formats import BLOCK_FORMATS, BlockFormat, ScaleRule, get_block_format, scale_rule_of
 from .granularity import Granularity
-from .hadamard import RHT_BLOCK, apply_blockwise, random_hadamard
 from .metrics import ErrorReport, error_metrics
-from .mx import MXTensor, mx_scale_rule_table, quantize_mx
-from .nvfp4 import NVFP4Tensor, quantize_nvfp4
+from .quant.conventions import CONVENTIONS, DEFAULT_CONVENTION, BlockConvention, get_block_convention
+from .quant.engine import QuantResult, quantize
+from .quant.mx import MXTensor, mx_scale_rule_table, quantize_mx
+from .quant.nvfp4 import NVFP4Tensor, quantize_nvfp4
+from .quant.recipes import RECIPES, Recipe, ScaleFormat, Scheme
+from .quant.rht import RHT_BLOCK, apply_blockwise, inverse_rht, rht_matrix
+from .quant.scale_rules import ScaleRule, scale_rule_of
 from .scaling import quantize_scaled
+from .block_formats import BLOCK_FORMATS, BlockFormat, get_block_format
 
 __all__ = [
+    "BLOCK_RECIPES",
     "BlockSchemeEntry",
     "BlocksConfig",
     "BlocksResult",
     "DISTRIBUTIONS",
+    "RecipeView",
     "OUTLIER_COL",
     "SHOWN",
     "SIMULATION",
@@ -73,6 +81,20 @@ SHOWN = 32  # elements of `row` shown in detail: one MX block, two NVFP4 blocks
 COMPARE_BLOCK = 32  # per-block errors are over blocks of 32 along rows, for every scheme
 
 BlockTensor = Union[MXTensor, NVFP4Tensor]
+
+
+def _block_recipes() -> dict[str, Recipe]:
+    """The registry's block-scaled recipes without a transform (the `hadamard` knob applies one), by
+    upper-case name: the six MX and NVFP4 formats first (their `BLOCK_FORMATS` names), then the rest
+    in registry order."""
+    legacy = [r for r in (RECIPES[bf.name.lower()] for bf in BLOCK_FORMATS.values())]
+    rest = [r for r in RECIPES.values() if r not in legacy and r.transform is None
+            and r.scheme in (Scheme.MX, Scheme.NVFP4, Scheme.FP8_TILES, Scheme.MXINT)]
+    return {r.name.upper(): r for r in legacy + rest}
+
+
+#: the recipes the simulation can show in detail, by the name its `recipe` knob takes
+BLOCK_RECIPES: dict[str, Recipe] = _block_recipes()
 
 
 #: the most elements `sample_tensor` draws (4096 × 4096, the config's bounds)
@@ -201,13 +223,34 @@ class TransposedView:
                 "codes_differ": self.codes_differ}
 
 
+@dataclass(frozen=True)
+class RecipeView:
+    """A recipe under the name the `recipe` knob takes."""
+
+    name: str  # e.g. "MXFP8_E4M3"
+    recipe: Recipe
+
+    @property
+    def element(self) -> formats.Format:
+        return self.recipe.fmt
+
+    @property
+    def block(self) -> tuple[int, int]:
+        return self.recipe.block
+
+    @property
+    def scale(self) -> ScaleFormat:
+        return self.recipe.scale_format
+
+
 @dataclass
 class SelectedRecipe:
     """The recipe in detail, against per-tensor scaling in the same element format."""
 
-    block_format: BlockFormat
-    scale_rule: str  # "floor" …, or "e4m3_scale" for NVFP4
-    quantized: BlockTensor  # of the tensor entering the cast (not written to JSON)
+    name: str  # the recipe's name as the `recipe` knob takes it (e.g. "MXFP8_E4M3", "FP8_1X128_POW2")
+    recipe: Recipe  # the record, under the simulation's convention (and, for MX, its scale rule)
+    scale_rule: str  # MX: "floor" …; otherwise the scale's kind ("e4m3_scale", "fp32_scale", …)
+    quantized: QuantResult  # of the tensor entering the cast (not written to JSON)
     error: ErrorReport  # against the original tensor, per 32-element block along rows
     error_per_tensor: ErrorReport
     shown: ShownBlock
@@ -217,6 +260,11 @@ class SelectedRecipe:
     @property
     def bits_per_element(self) -> float:
         return self.quantized.bits_per_element
+
+    @property
+    def block_format(self) -> "RecipeView":
+        """The recipe as the widget names it (`.name`), with its element, block and scale."""
+        return RecipeView(self.name, self.recipe)
 
     @property
     def error_ratio(self) -> float:
@@ -229,7 +277,8 @@ class SelectedRecipe:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "block_format": self.block_format.to_dict(), "scale_rule": self.scale_rule,
+            "block_format": {**self.recipe.to_dict(), "name": self.name, "recipe": self.recipe.name},
+            "scale_rule": self.scale_rule,
             "bits_per_element": self.bits_per_element, "error_ratio": self.error_ratio,
             "error": self.error.to_dict(),
             "error_per_tensor": self.error_per_tensor.to_dict(), "shown_block": self.shown_block,
@@ -247,9 +296,9 @@ class SelectedRecipe:
 class BlocksConfig:
     """The block-formats simulation's parameters (see the module docstring)."""
 
-    recipe: str = knob("MXFP8_E4M3", "block format shown in detail (the comparison covers every one)",
-                       choices=tuple(BLOCK_FORMATS))
-    scale_rule: str = knob("floor", "how an MX block's shared exponent follows from its amax (not NVFP4)",
+    recipe: str = knob("MXFP8_E4M3", "block recipe shown in detail (the comparison covers the MX and NVFP4 "
+                       "formats)", choices=tuple(BLOCK_RECIPES))
+    scale_rule: str = knob("floor", "how an MX block's shared exponent follows from its amax (MX recipes only)",
                            choices=tuple(r.value for r in ScaleRule))
     hadamard: bool = knob(False, "random Hadamard transform on blocks of 16 along rows before every cast")
     distribution: str = knob("student_t", "distribution of the tensor (Student-t, 3 dof: heavy tails)",
@@ -265,16 +314,16 @@ class BlocksConfig:
                      bounds=(16, 4096), widget="input")
     cols: int = knob(128, "columns of the tensor (a multiple of 32)", bounds=(32, 4096), widget="input")
     convention: str = knob(DEFAULT_CONVENTION, "whose block arithmetic every cast follows: the OCP reading, "
-                           "torchao 0.18 or Transformer Engine 2.20", choices=tuple(BLOCK_CONVENTIONS))
+                           "torchao 0.18, Transformer Engine 2.20, DeepSeek (DeepGEMM) or microxcaling",
+                           choices=tuple(CONVENTIONS))
 
     def __post_init__(self) -> None:
         conv = get_block_convention(self.convention)
-        bf = get_block_format(self.recipe)
-        if bf.family == "MX":
-            try:
-                conv.check_mx(bf.element, bf.block_size)
-            except ValueError as exc:
-                raise ConfigError("recipe", str(exc)) from None
+        rec = BLOCK_RECIPES[self.recipe]
+        why = rec.unsupported(conv.name)
+        if why is not None:
+            raise ConfigError("recipe", why)
+        if rec.scheme is Scheme.MX:
             try:
                 conv.mx_rule(self.scale_rule)
             except ValueError as exc:
@@ -288,11 +337,17 @@ class BlocksConfig:
         if self.row >= self.rows:
             raise ConfigError("row", f"must be < rows ({self.rows}), got {self.row}")
 
+    def selected_recipe(self) -> Recipe:
+        """The recipe in detail, under the convention (and, for MX, the scale rule)."""
+        rec = BLOCK_RECIPES[self.recipe].with_convention(self.convention)
+        if rec.scheme is Scheme.MX:
+            rec = rec.with_scale_rule(self.scale_rule)
+        return rec
+
     def cost(self) -> Cost:
         n = self.rows * self.cols
         conv = get_block_convention(self.convention)
-        casts = (len(conv.mx_elements) * len(conv.rules) + (2 if conv.nvfp4_tiles_2d else 1) + 2
-                 + (3 if self.transposed_view else 0))
+        casts = len(_comparison(conv)) + 2 + (3 if self.transposed_view else 0)
         return Cost(bytes=n * 8 * 12, seconds=casts * n * 5e-8, note=f"{casts} block casts of {n} elements")
 
 
@@ -322,35 +377,64 @@ class BlocksResult:
         }
 
 
-def _scheme_entry(label: str, bf: BlockFormat, rule: str, q: BlockTensor, x: np.ndarray,
+def _scale_kind(rec: Recipe) -> str:
+    """The `scale_rule` column of a non-MX recipe: its scale's kind ("e4m3_scale", "fp32_scale" …)."""
+    if rec.scheme is Scheme.MXINT:
+        return "floor"
+    return f"{rec.scale_format.value.lower()}_scale"
+
+
+def _comparison(conv: BlockConvention) -> list[tuple[str, str, str, Recipe]]:
+    """(scheme label, block format, scale rule, recipe) of every cast of the comparison under `conv`:
+    the MX formats × the scale rules it has and NVFP4 1×16 / 16×16 where it has MX and NVFP4, else each
+    block recipe it has."""
+    out: list[tuple[str, str, str, Recipe]] = []
+    if conv.mx_elements and conv.nvfp4:
+        for bf in BLOCK_FORMATS.values():
+            if bf.family != "MX" or bf.element.name not in conv.mx_elements:
+                continue
+            for rule in (r.value for r in ScaleRule if r.value in conv.rules):
+                rec = RECIPES[bf.name.lower()].with_convention(conv.name).with_scale_rule(rule)
+                out.append((f"{bf.name} {rule}", bf.name, rule, rec))
+        for name, label in (("nvfp4", "NVFP4 1x16"), ("nvfp4_16x16", "NVFP4 16x16")):
+            rec = RECIPES[name]
+            if rec.unsupported(conv.name) is None:
+                out.append((label, "NVFP4", "e4m3_scale", rec.with_convention(conv.name)))
+        return out
+    for name, rec in BLOCK_RECIPES.items():
+        if rec.unsupported(conv.name) is None:
+            out.append((name, name, _scale_kind(rec), rec.with_convention(conv.name)))
+    return out
+
+
+def _scheme_entry(label: str, block_format: str, rule: str, q: QuantResult, x: np.ndarray,
                   back: Any) -> BlockSchemeEntry:
     rep = error_metrics(x, back(q.dequantize()), groups=Granularity("block", (COMPARE_BLOCK,), -1))
-    return BlockSchemeEntry(label, bf.name, bf.element.name, rule, q.bits_per_element, rep.rms_rel_error,
+    return BlockSchemeEntry(label, block_format, q.recipe.element, rule, q.bits_per_element, rep.rms_rel_error,
                             rep.sqnr_db, rep.max_abs_error, rep.flushed_fraction, rep.group_rms_rel_error.reshape(-1))
 
 
-def _shown(q: BlockTensor, x_in: np.ndarray, decoded_in: np.ndarray, per_tensor_in: np.ndarray,
-           bf: BlockFormat, row: int) -> ShownBlock:
+def _shown(q: QuantResult, x_in: np.ndarray, decoded_in: np.ndarray, per_tensor_in: np.ndarray,
+           row: int) -> ShownBlock:
+    """The first SHOWN elements of `row` as the recipe stores them."""
+    rec = q.recipe
     span = slice(0, SHOWN)
-    if isinstance(q, NVFP4Tensor):
-        n_blocks = SHOWN // bf.block_size
-        codes_s = [int(c) for c in q.scale_codes[row, :n_blocks]]
-        block_scales = [float(v) for v in q.block_scales[row, :n_blocks]]
-        per_block = np.asarray(block_scales) * q.tensor_scale
-        tensor_scale: float | None = q.tensor_scale
-        exponents: list[int] = []
-    else:
-        n_blocks = SHOWN // bf.block_size
-        exps = q.scale_exponents[row, :n_blocks]
-        codes_s = [int(c) for c in q.scale_codes[row, :n_blocks]]
-        per_block = np.array([2.0 ** int(e) if e <= 127 else np.nan for e in exps])
-        block_scales = [float(v) for v in per_block]
-        tensor_scale = None
-        exponents = [int(e) for e in exps]
-    scales = np.repeat(per_block, bf.block_size)[:SHOWN]
+    br, bc = rec.block
+    n_blocks = -(-SHOWN // bc)
+    grid_row = row // br if br > 1 else row
+    assert q.scales is not None
+    block_scales = [float(v) for v in np.asarray(q.scales, np.float64)[grid_row, :n_blocks]]
+    codes_s = [] if q.scale_codes is None else [int(c) for c in q.scale_codes[grid_row, :n_blocks]]
+    exponents = ([int(c) - 127 for c in codes_s] if rec.scale_format is ScaleFormat.E8M0 else [])
+    tensor_scale: float | None = None
+    if isinstance(q.tensor_scale, np.ndarray):
+        tensor_scale = float(q.tensor_scale.reshape(-1)[row])
+    elif q.tensor_scale is not None:
+        tensor_scale = float(q.tensor_scale)
+    scales = q.element_scales()[row, span]
     inp = x_in[row, span].astype(np.float64)
     dec = decoded_in[row, span]
-    grid = formats.code_table(bf.element).value.astype(np.float64)
+    grid = formats.code_table(rec.fmt).value.astype(np.float64)
     values = np.unique(grid[np.isfinite(grid)]) * scales[0]
     reach = 1.05 * max(float(np.max(np.abs(inp))), float(np.nanmax(np.abs(dec))) if np.isfinite(dec).any() else 0.0,
                        1e-300)
@@ -359,12 +443,16 @@ def _shown(q: BlockTensor, x_in: np.ndarray, decoded_in: np.ndarray, per_tensor_
                       block_scales, exponents, tensor_scale, reach, lattice)
 
 
-def _transposed(x_in: np.ndarray, rows_q: BlockTensor, bf: BlockFormat, rule: str, convention: str) -> TransposedView:
-    cols_src = quantize_block(x_in, bf, rule, axis=0, convention=convention)
-    cols_two = quantize_block(rows_q.dequantize(), bf, rule, axis=0, convention=convention)
-    e_rows = error_metrics(x_in, rows_q.dequantize()).rms_rel_error
-    e_src = error_metrics(x_in, cols_src.dequantize()).rms_rel_error
-    e_two = error_metrics(x_in, cols_two.dequantize()).rms_rel_error
+def _transposed(x_in: np.ndarray, rows_q: QuantResult) -> TransposedView:
+    """The column-blocked view of x_in (blocks along columns: the recipe's blocks of xᵀ) from the
+    source and re-quantized from the row-blocked decoded data."""
+    rec = rows_q.recipe
+    rows_dec = np.asarray(rows_q.dequantize())
+    cols_src = quantize(np.ascontiguousarray(x_in.T), rec)
+    cols_two = quantize(np.ascontiguousarray(rows_dec.T), rec)
+    e_rows = error_metrics(x_in, rows_dec).rms_rel_error
+    e_src = error_metrics(x_in.T, cols_src.dequantize()).rms_rel_error
+    e_two = error_metrics(x_in.T, cols_two.dequantize()).rms_rel_error
     return TransposedView(e_rows, e_src, e_two, float(np.mean(cols_src.codes != cols_two.codes)))
 
 
@@ -375,12 +463,13 @@ def simulate_blocks(config: BlocksConfig | None = None, *, progress: ProgressFn 
     x = sample_tensor(cfg.distribution, (cfg.rows, cfg.cols), cfg.seed)
     if cfg.outlier != 0:
         x[cfg.row, OUTLIER_COL] = np.float32(cfg.outlier)
+    conv = get_block_convention(cfg.convention)
     if cfg.hadamard:
-        h = random_hadamard(RHT_BLOCK, cfg.seed)
+        h = rht_matrix(conv.rht, cfg.seed)
         x_in = apply_blockwise(x, h, axis=1).astype(np.float32)
 
         def back(z: np.ndarray) -> np.ndarray:
-            return apply_blockwise(z, h.T, axis=1)  # undo the transform: (x H) Hᵀ = x
+            return inverse_rht(z, h, axis=1)  # undo the transform: (x H) Hᵀ = x
     else:
         x_in = x
 
@@ -390,39 +479,25 @@ def simulate_blocks(config: BlocksConfig | None = None, *, progress: ProgressFn 
     g32 = Granularity("block", (COMPARE_BLOCK,), -1)
     result = BlocksResult(cfg, x, x_in, np.abs(g32.to_groups(x)).max(axis=1).astype(np.float64),
                           scale_rule_example=mx_scale_rule_table())
-    conv = get_block_convention(cfg.convention)
-    mx = [bf for bf in BLOCK_FORMATS.values() if bf.family == "MX" and bf.element.name in conv.mx_elements]
-    rules = [r.value for r in ScaleRule if r.value in conv.rules]
-    layouts = (False, True) if conv.nvfp4_tiles_2d else (False,)
-    total = len(mx) * len(rules) + len(layouts) + 1
-    done = 0
-    for bf in mx:
-        for mx_rule in rules:
-            q_mx = quantize_block(x_in, bf, mx_rule, convention=conv.name)
-            result.entries.append(_scheme_entry(f"{bf.name} {mx_rule}", bf, mx_rule, q_mx, x, back))
-            done += 1
-            if progress is not None:
-                progress(done, total)
-    nv = BLOCK_FORMATS["NVFP4"]
-    for two_d in layouts:
-        q4 = quantize_nvfp4(x_in, block_2d=two_d, convention=conv.name)
-        result.entries.append(_scheme_entry("NVFP4 16x16" if two_d else "NVFP4 1x16", nv, "e4m3_scale", q4, x, back))
-        done += 1
+    cases = _comparison(conv)
+    total = len(cases) + 1
+    for done, (label, block_format, rule, rec) in enumerate(cases, start=1):
+        result.entries.append(_scheme_entry(label, block_format, rule, quantize(x_in, rec), x, back))
         if progress is not None:
             progress(done, total)
 
-    bf = get_block_format(cfg.recipe)
-    rule = scale_rule_of(cfg.scale_rule).value if bf.family == "MX" else "e4m3_scale"
-    q = quantize_block(x_in, bf, cfg.scale_rule, convention=conv.name)
-    per_tensor = quantize_scaled(x_in, bf.element, "tensor")
+    rec = cfg.selected_recipe()
+    rule = scale_rule_of(cfg.scale_rule).value if rec.scheme is Scheme.MX else _scale_kind(rec)
+    q = quantize(x_in, rec)
+    per_tensor = quantize_scaled(x_in, rec.element, "tensor")
     decoded_in = np.asarray(q.dequantize(), dtype=np.float64)
     per_tensor_in = per_tensor.dequantize()
     shown_block = cfg.row * (cfg.cols // COMPARE_BLOCK)
     result.selected = SelectedRecipe(
-        bf, rule, q,
+        cfg.recipe, rec, rule, q,
         error_metrics(x, back(decoded_in), groups=g32), error_metrics(x, back(per_tensor_in), groups=g32),
-        _shown(q, x_in, decoded_in, per_tensor_in, bf, cfg.row), shown_block,
-        _transposed(x_in, q, bf, cfg.scale_rule, conv.name) if cfg.transposed_view else None,
+        _shown(q, x_in, decoded_in, per_tensor_in, cfg.row), shown_block,
+        _transposed(x_in, q) if cfg.transposed_view else None,
     )
     if progress is not None:
         progress(total, total)
@@ -436,7 +511,7 @@ def summary_lines(result: BlocksResult) -> list[str]:
              for e in result.entries]
     s = result.selected
     if s is not None:
-        lines.append(f"{s.block_format.name} ({s.scale_rule}, {result.config.convention} convention) in detail: "
+        lines.append(f"{s.name} ({s.scale_rule}, {result.config.convention} convention) in detail: "
                      f"rms rel error {s.error.rms_rel_error:.4g}, "
                      f"per-tensor scaling {s.error_per_tensor.rms_rel_error:.4g}")
         t = s.transposed

@@ -40,7 +40,7 @@ from lowprec.formats import (
 from . import examples_blocks, examples_course, examples_extra
 from ._io import ArgumentParser, check_output_path, error_exit, write_json
 from .example_record import Example, Value, as_number, format_number
-from .mx import mx_scale_rule_table
+from .quant.mx import mx_scale_rule_table
 from .spike import simulate_stream
 
 __all__ = ["EXAMPLES", "TORCH_EXAMPLES", "Example", "example", "list_examples"]

@@ -838,7 +838,7 @@ def silent_scale() -> Example:
             values[f"candidate_{i}_{label}"] = "passes" if verdicts[i] else "fails"
     # which recipes carry state from one call to the next: cast tensor B after tensor A vs fresh
     from .delayed import CurrentScaler, DelayedScaler
-    from .mx import quantize_mx
+    from .quant.mx import quantize_mx
 
     a = (rng.standard_normal(1024) * 4.0).astype(np.float32)
     b = rng.standard_normal(1024).astype(np.float32)

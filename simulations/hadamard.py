@@ -1,13 +1,15 @@
-"""Random Hadamard transform (RHT) on blocks of 16, as used before FP4 casts to spread outliers.
+"""The random Hadamard transform study: outlier spreading and FP4 error with and without the RHT
+(`python -m lowprec.simulations.hadamard`, and the grouping simulation's `hadamard` study).
 
-H = (S_n / √n) · D: S_n the Sylvester Hadamard matrix (S_1 = [1], S_2k = [[S_k, S_k], [S_k, −S_k]]),
-D a diagonal of ±1 signs (seeded, or given). H is orthogonal (Hᵀ H = I), so for a GEMM over an inner
-dimension K split into blocks of n, (A·H_blk)(H_blkᵀ·B) = A·B exactly in real arithmetic, where H_blk is
-block-diagonal with H on each block; in float64 the difference is rounding only. For n = 16, √n = 4 and
-every entry of H is ±1/4, a power of two. The study shows one outlier in a block spread over all n
-elements (block amax / RMS drops from up to √n to 1), and the error of an NVFP4/MXFP4 cast with and
-without the transform. Source: Sylvester (1867); the RHT-before-FP4 recipe of NVIDIA's NVFP4 training
-report (2025) and QuaRot (Ashkboos et al., 2024).
+The transform itself lives in `simulations.quant.rht` (re-exported here): H = diag(d) · S_n / √n,
+the signs on the inputs, so that x · H = (x ⊙ d) · S_n / √n and the signs change which values a
+block's amax sees. H is orthogonal, so (A·H_blk)(H_blkᵀ·B) = A·B exactly in real arithmetic (in
+float64 the difference is rounding only), and a transformed tensor goes back with Hᵀ. The study shows
+one outlier per row of A spread over its block of 16 (block amax / RMS drops from up to √16 = 4
+toward 1), and the error of NVFP4 and MXFP4 casts of A with and without the transform, measured in
+A's own basis over its ordinary elements. Source: Sylvester (1867); the RHT-before-FP4 recipe of
+NVIDIA's NVFP4 training report (2025), which applies it to the weight-gradient GEMM's inputs only,
+and QuaRot (Ashkboos et al., 2024).
 """
 
 from __future__ import annotations
@@ -18,64 +20,16 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from lowprec import formats
 from lowprec.config import ConfigError, Cost, config_record, knob
 
 from ._cli import ProgressFn, Simulation, config_or_knobs, run_module
 from .metrics import error_metrics
-from .mx import quantize_mx
-from .nvfp4 import quantize_nvfp4
+from .quant.mx import quantize_mx
+from .quant.nvfp4 import quantize_nvfp4
+from .quant.rht import RHT_BLOCK, _seed, apply_blockwise, inverse_rht, random_hadamard, sylvester
 
-RHT_BLOCK = 16
-
-
-def sylvester(n: int) -> np.ndarray:
-    """The n × n Sylvester Hadamard matrix of ±1 (n a power of two), float64."""
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1 or n & (n - 1):
-        raise ValueError(f"Sylvester Hadamard size must be a power of two ≥ 1, got {n!r}")
-    h = np.ones((1, 1))
-    while h.shape[0] < n:
-        h = np.block([[h, h], [h, -h]])
-    return h
-
-
-def _seed(seed: Any) -> int | None:
-    """A seed for numpy.random.default_rng (an integer ≥ 0, or None): TypeError/ValueError naming it."""
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))):
-        raise TypeError(f"seed must be an integer or None, got {seed!r:.40}")
-    if seed is not None and seed < 0:
-        raise ValueError(f"seed must be ≥ 0, got {seed}")
-    return None if seed is None else int(seed)
-
-
-def random_hadamard(n: int = RHT_BLOCK, seed: int | None = 0, signs: Sequence[float] | None = None) -> np.ndarray:
-    """(S_n / √n) · diag(signs): orthogonal; signs drawn from `seed` unless given (each ±1)."""
-    s = sylvester(n) / math.sqrt(n)
-    if signs is None:
-        d = np.random.default_rng(_seed(seed)).choice([-1.0, 1.0], size=n)
-    else:
-        d = formats.as_float_array(signs, "signs").astype(np.float64)
-        if d.shape != (n,) or not np.all(np.abs(d) == 1):
-            raise ValueError(f"signs must be {n} values, each +1 or -1, got {list(np.asarray(signs).ravel())!r}")
-    return s * d[None, :]
-
-
-def apply_blockwise(x: Any, h: np.ndarray, axis: int = -1) -> np.ndarray:
-    """x with every run of n = len(h) elements along `axis` multiplied by h (row vector · h), float64."""
-    arr = formats.as_float_array(x, "x").astype(np.float64)
-    h = formats.as_float_array(h, "h").astype(np.float64)
-    if h.ndim != 2 or h.shape[0] != h.shape[1] or h.shape[0] == 0:
-        raise ValueError(f"h must be a square n × n matrix, got shape {h.shape}")
-    if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)):
-        raise TypeError(f"axis must be an integer, got {axis!r:.40}")
-    if not -arr.ndim <= axis < arr.ndim:
-        raise ValueError(f"axis {axis} is out of range for an array of {arr.ndim} axes")
-    n = h.shape[0]
-    moved = np.moveaxis(arr, axis, -1)
-    if moved.shape[-1] % n:
-        raise ValueError(f"Hadamard block {n} does not divide axis {axis} of length {moved.shape[-1]}")
-    out = (moved.reshape(-1, n) @ h).reshape(moved.shape)
-    return np.moveaxis(out, -1, axis)
+__all__ = ["HadamardConfig", "HadamardStudy", "RHT_BLOCK", "SIMULATION", "apply_blockwise", "hadamard_study",
+           "random_hadamard", "simulate_hadamard", "summary_lines", "sylvester"]
 
 
 @dataclass
@@ -133,7 +87,9 @@ def hadamard_study(shape: Sequence[int] = (64, 256), outlier: float = 100.0, see
     outlier_blocks = np.asarray(is_outlier.reshape(-1, RHT_BLOCK).any(axis=1), dtype=np.bool_)
     ordinary = ~is_outlier
     b = rng.standard_normal((k, 32))
-    h = random_hadamard(RHT_BLOCK, seed, signs)
+    d = (np.random.default_rng(seed).choice([-1.0, 1.0], size=RHT_BLOCK) if signs is None
+         else np.asarray(signs, dtype=np.float64))
+    h = random_hadamard(RHT_BLOCK, signs=d)
     a_h = apply_blockwise(a, h, axis=1)
     ht_b = apply_blockwise(b, h, axis=0)  # rows of B: (Hᵀ B) blockwise = (Bᵀ H)ᵀ
     diff = float(np.abs(a_h @ ht_b - a @ b).max())
@@ -143,12 +99,12 @@ def hadamard_study(shape: Sequence[int] = (64, 256), outlier: float = 100.0, see
         return error_metrics(a[ordinary], z_hat[ordinary]).rms_rel_error
 
     def back(z_hat: np.ndarray) -> np.ndarray:
-        return apply_blockwise(z_hat, h.T, axis=1)  # undo the transform: (A H) Hᵀ = A
+        return inverse_rht(z_hat, h, axis=1)  # undo the transform: (A H) Hᵀ = A
 
     nv0, nv1 = quantize_nvfp4(a32).dequantize(), back(quantize_nvfp4(ah32).dequantize())
     mx0, mx1 = quantize_mx(a32, "E2M1").dequantize(), back(quantize_mx(ah32, "E2M1").dequantize())
     return HadamardStudy(
-        (m, k), float(outlier), seed, [float(v) for v in h[0] * math.sqrt(RHT_BLOCK)],
+        (m, k), float(outlier), seed, [float(v) for v in d],
         diff, _crest(a, RHT_BLOCK, outlier_blocks), _crest(a_h, RHT_BLOCK, outlier_blocks),
         err(nv0), err(nv1), err(mx0), err(mx1),
     )

@@ -123,7 +123,7 @@ def test_builds_with_each_option(cls: type[SimulationWidget]) -> None:
         (AttentionRounding, attention, "run_attention_config", ("rounding", "stochastic")),
         (RecomputeDivergence, recompute, "run_recompute", ("layers", 2)),
         (ScaleGrouping, grouping, "simulate_grouping", ("format", "E5M2")),
-        (BlockFormats, blocks, "quantize_mx", ("scale_rule", "rceil")),
+        (BlockFormats, blocks, "quantize", ("scale_rule", "rceil")),
     ],
     ids=lambda v: v.__name__ if isinstance(v, type) else None,
 )
@@ -703,7 +703,7 @@ def test_hadamard_input_and_error_in_original_basis() -> None:
     while s16.shape[0] < 16:
         s16 = np.kron(np.array([[1.0, 1.0], [1.0, -1.0]]), s16)
     signs = np.random.default_rng(0).choice([-1.0, 1.0], size=16)
-    h = s16 / 4.0 * signs[None, :]
+    h = signs[:, None] * s16 / 4.0  # the signs on the inputs: x · H = (x ⊙ d) · S / 4
     assert np.allclose(h @ h.T, np.eye(16), atol=1e-15)  # orthogonal
     x_h = (x.astype(np.float64).reshape(-1, 16) @ h).reshape(x.shape).astype(np.float32)
     assert np.array_equal(np.asarray(columns(w, "block")["input"]), x_h[0, :32].astype(np.float64))

@@ -53,6 +53,7 @@ INTERNAL = re.compile(r"not supported between instances|only integers, slices|ha
 SIMULATION_MODULES = (
     "attention", "block_comparison", "block_conventions", "block_formats", "blocks", "delayed",
     "granularity", "grouping", "hadamard", "metrics", "mx", "nvfp4", "scales", "scaling", "spike", "streams",
+    "quant.engine", "quant.recipes", "quant.rht", "quant.fp8_blockwise", "quant.mxint", "quant.transpose",
 )
 #: modules whose functions are not fuzzed directly, and why (their faces are: the CLI fuzz below
 #: runs every simulation, recompute included; the examples are fixed, argument-free computations)

@@ -262,7 +262,8 @@ def test_sylvester_and_random_hadamard() -> None:
     h = H.random_hadamard(16, signs=signs)
     assert set(np.abs(h).ravel().tolist()) == {0.25}
     np.testing.assert_array_equal(h @ h.T, np.eye(16))  # entries ±1/4: the products are exact
-    np.testing.assert_array_equal(h, np.kron(np.kron(h2, h2), np.kron(h2, h2)) / 4 * np.array(signs)[None, :])
+    # the signs on the inputs: H = diag(d) · S_16 / 4, so row i of S_16 carries d_i
+    np.testing.assert_array_equal(h, np.array(signs)[:, None] * np.kron(np.kron(h2, h2), np.kron(h2, h2)) / 4)
     with pytest.raises(ValueError, match="power of two"):
         H.sylvester(12)
     with pytest.raises(ValueError, match="signs"):

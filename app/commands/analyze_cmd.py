@@ -79,9 +79,9 @@ def recipe_lines() -> list[str]:
     lines = []
     for name, r in lab_recipes.RECIPES.items():
         mark = " (default)" if name in lab_recipes.DEFAULT_RECIPES else ""
-        lines.append(f"{name:<13} {r.description}{mark}")
-    lines.append("NAME@CONVENTION runs a block recipe under ocp (default), torchao or transformer_engine, "
-                 "a cast under torch (default) or ml_dtypes")
+        lines.append(f"{name:<17} {r.description}{mark}")
+    lines.append("NAME@CONVENTION runs a recipe under another of its conventions (ocp, torchao, transformer_engine, "
+                 "deepseek, microxcaling; a cast: torch or ml_dtypes); plain NAME under its own")
     return lines
 
 

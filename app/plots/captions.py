@@ -110,9 +110,11 @@ def grouping(result: Any) -> str:
 def hadamard(study: Any) -> str:
     """The random Hadamard transform study (`lowprec simulate hadamard`, or grouping's hadamard study)."""
     text = ("**What to look at:** the error of the ordinary elements in NVFP4 and MXFP4, without and "
-            "with the random Hadamard transform. One outlier sizes its block's scale and crushes its "
-            "neighbours; the transform spreads it over the block, so the block's amax comes closer to "
-            "its typical value.")
+            "with the random Hadamard transform (random signs on each block's inputs, then the "
+            "Sylvester mix). One outlier sizes its block's scale and crushes its neighbours; the "
+            "transform spreads it over the block, so the block's amax comes closer to its typical "
+            "value. Transformer Engine applies it to the weight-gradient operands only, never to "
+            "weights.")
     fields = ("block_crest_before", "block_crest_after", "nvfp4_rms_rel_error_before",
               "nvfp4_rms_rel_error_after", "mxfp4_rms_rel_error_before", "mxfp4_rms_rel_error_after")
     v = [getattr(study, f, None) for f in fields]

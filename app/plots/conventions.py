@@ -23,7 +23,7 @@ from bokeh.plotting import figure
 from lowprec import formats
 from lowprec.gpu import crosscheck
 from lowprec.simulations.block_comparison import ConventionComparison, ConventionOutcome, ConventionProbe
-from lowprec.simulations.block_conventions import BLOCK_CONVENTIONS
+from lowprec.simulations.quant.conventions import BLOCK_CONVENTIONS
 from .style import CURRENT_COLOR, DELAYED_COLOR, HIGHLIGHT_COLOR, power_of_two_text
 
 #: the block conventions, in table order, and the colour each is drawn in

@@ -62,7 +62,7 @@ _ENTRIES = (
     WidgetEntry("ScaleGrouping", "lowprec.app.widgets.scale_grouping:ScaleGrouping",
                 "Scale granularity and an outlier", config="lowprec.simulations.grouping:GroupingConfig"),
     WidgetEntry("BlockFormats", "lowprec.app.widgets.block_formats:BlockFormats",
-                "Block formats: MXFP8, MXFP6, MXFP4, NVFP4", config="lowprec.simulations.blocks:BlocksConfig"),
+                "Block formats: MX, NVFP4, FP8 tiles, MXINT8", config="lowprec.simulations.blocks:BlocksConfig"),
     WidgetEntry("RecipeLab", "lowprec.app.widgets.recipe_lab:RecipeLab",
                 "Recipe lab: your own tensors through every recipe",
                 config="lowprec.simulations.lab.workbench:LabConfig", page_scripts=("filedropper",)),

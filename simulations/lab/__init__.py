@@ -1,14 +1,15 @@
 """The recipe lab: the user's own tensors (`.npy`, `.npz`, `.safetensors`, PyTorch state dicts,
-sharded checkpoints) through every recipe — per-tensor / per-row / per-column scaled E4M3 and E5M2,
-MXFP8 / MXFP6 / MXFP4, NVFP4 (1×16 and 16×16, under the block conventions), with or without the
-random Hadamard transform, INT8 per row, INT4 per group, BF16 / FP16 casts — side by side.
+sharded checkpoints) through every recipe of `simulations.quant` — per-tensor / per-row / per-column
+scaled E4M3 and E5M2, FP8 blockwise 1×128 / 128×128 tiles, MXFP8 / MXFP6 / MXFP4 / MXINT8, NVFP4
+(1×16 and 16×16, 4over6, row-scaled, under the block conventions), with or without the random
+Hadamard transform, INT8 per row, INT4 per group, BF16 / FP16 casts — side by side.
 
 - `readers`: which tensors files hold (skipped entries with reasons, one-line errors for bad files),
   and their rows on demand; `torch_reader` for state dicts (the only module here that imports torch).
 - `limits`: what a file may declare before the readers refuse it (`ReadLimits`, `LIMITS`), declared
   once; `tensors`: the records and checks the readers share (regular files only, unique names).
-- `recipes`: the recipes as data (`Recipe`, `RECIPES`, `parse_recipes`) and one recipe on a chunk of
-  rows, built from `simulations.scaling`, `mx`, `nvfp4`, `hadamard`.
+- `recipes`: the recipes as data (the quant wing's registry: `Recipe`, `RECIPES`, `parse_recipes`)
+  and one recipe on a chunk of rows, run by `simulations.quant.quantize`.
 - `measure`: statistics, error metrics, rankings, flags (`FLAGS`), and one recipe's histogram and
   error map.
 - `runner`: two passes over row chunks per tensor, tensors mapped over any Executor, the report.

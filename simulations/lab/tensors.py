@@ -16,7 +16,7 @@ import stat
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import ml_dtypes
 import numpy as np
@@ -25,6 +25,7 @@ from .limits import ReadLimits
 
 __all__ = ["ANALYSED_DTYPES", "ArrayRows", "FLOAT_DTYPES", "Inventory", "LabReadError", "Skipped", "TensorRef", "check_regular",
            "check_zip_directory", "matrix_shape", "open_regular", "reason_of", "UniqueNames", "widen"]
+from ..quant.recipes import matrix_shape  # the matrix view (rows × last axis) the recipes quantize
 
 #: the dtypes the lab analyses, by our name → numpy dtype of the stored bytes
 FLOAT_DTYPES: dict[str, Any] = {
@@ -92,15 +93,6 @@ class Inventory:
     tensors: list[TensorRef] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # what the reader decided (a renamed entry, a file read once)
-
-
-def matrix_shape(shape: Sequence[int]) -> tuple[int, int]:
-    """(rows, cols) of the matrix view: cols = the last axis, rows = the product of the others."""
-    if len(shape) == 0:
-        return 1, 1
-    cols = int(shape[-1])
-    rows = math.prod(int(s) for s in shape[:-1]) if len(shape) > 1 else 1
-    return rows, cols
 
 
 # ------------------------------------------------------------------------------------------------
