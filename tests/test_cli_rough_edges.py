@@ -215,8 +215,9 @@ def test_spike_summary_gives_percentages_like_the_lessons() -> None:
     (line,) = spike.summary_lines(result)
     cols = result.columns()
     delayed, current = cols["delayed_clipped_fraction"][30], cols["current_clipped_fraction"][30]
-    assert f"delayed clipped {spike.percent(delayed)}" in line
-    assert f"current clipped {spike.percent(current)}" in line
+    assert spike.percent(0.53125) == "53.12 %" and spike.percent(1) == "100.00 %"  # a percentage, two decimals
+    assert f"delayed clipped {100 * delayed:.2f} %" in line
+    assert f"current clipped {100 * current:.2f} %" in line
     assert re.search(r"clipped \d\.\d+(?!\d)(?! %)", line) is None  # no bare fraction left
     lessons = " ".join(p.read_text(encoding="utf-8") for p in (ROOT / "content" / "lessons").glob("*.md"))
     assert "over 90%" in lessons  # the words the learner reads

@@ -121,7 +121,7 @@ def test_python_m_simulations(tmp_path: Path) -> None:
                          cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     assert len(strictjson.loads(out.read_text())["steps"]) == 12
-    assert res.stdout.startswith("steps: 12; at step 6: delayed scaling clips")  # the summary, as `lowprec simulate`
+    assert res.stdout.startswith("steps: 12; at step 6: delayed clipped ")  # the summary, as `lowprec simulate`
     from lowprec.simulations import blocks, grouping
 
     assert blocks.main(["--rows", "16", "--cols", "32", "--json", str(tmp_path / "b.json")]) == 0

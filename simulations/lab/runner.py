@@ -135,6 +135,14 @@ def _line_recipe(recipe: Recipe) -> Recipe:
     whole tensor, becomes the per-tensor scale (the same amax, so the same scale and codes)."""
     if recipe.family is Family.SCALED and parse_granularity(recipe.granularity).kind == "row":
         return dataclasses.replace(recipe, granularity="tensor")
+    if recipe.second_level == "row":
+        # NVFP4's per-row second-level scale: the one row is the whole tensor, so it is the tensor scale
+        recipe = dataclasses.replace(recipe, second_level="tensor")
+    rows, cols = recipe.block
+    if recipe.partial_tiles and rows > 1:
+        # a k×k tile of a one-row matrix is padded to one row of k: the same amax, scale and codes as
+        # a 1×k block, which is what each segment (a row of the chunk) must get
+        return dataclasses.replace(recipe, granularity=f"block{cols}")
     return recipe
 
 

@@ -16,7 +16,7 @@ import stat
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import ml_dtypes
 import numpy as np
