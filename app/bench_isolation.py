@@ -17,12 +17,9 @@ the event loop, as before) for comparison. Targets: update p95 ≤ 0.5 s, page l
 from __future__ import annotations
 
 import os
-import socket
 import statistics
-import subprocess
 import sys
 import time
-import urllib.request
 from typing import Any
 
 from lowprec.app.layout import PAGE_READY_JS
@@ -48,12 +45,6 @@ _SET_SEED = """(seed) => { for (const doc of Bokeh.documents) for (const m of do
 } return false; }"""
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
@@ -67,25 +58,16 @@ def run(quick: bool = False, baseline: bool = False) -> dict[str, float | str]:
 
     heavy_cost = from_mapping(AttentionConfig, HEAVY).cost()
     assert APP_BUDGET.allows(heavy_cost), "HEAVY must be inside the page budget"
-    port = _free_port()
-    url = f"http://127.0.0.1:{port}"
     env = dict(os.environ, **({INLINE_ENV: "1"} if baseline else {}))
-    server = subprocess.Popen([sys.executable, "-m", "lowprec.app.cli", "serve", "--no-show", "--port", str(port)],
-                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    from lowprec.app.serving import serve_and_wait
+
+    server = serve_and_wait(env=env, timeout_s=90)
+    url = server.url
     updates: list[float] = []
     loads: list[float] = []
     n_updates = 10 if quick else 30
     n_loads = 3 if quick else 6
     try:
-        end = time.monotonic() + 90
-        while True:
-            try:
-                with urllib.request.urlopen(url + "/", timeout=5):
-                    break
-            except OSError:
-                if time.monotonic() > end:
-                    raise RuntimeError("the server did not start") from None
-                time.sleep(0.3)
         with pw.sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             context = browser.new_context()
@@ -134,11 +116,7 @@ def run(quick: bool = False, baseline: bool = False) -> dict[str, float | str]:
             load_avg_end = os.getloadavg()[0]
             browser.close()
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
+        server.close()
     return {
         "mode": "inline (baseline)" if baseline else "worker processes",
         "heavy_request": ", ".join(f"{k}={v}" for k, v in HEAVY.items()) + f" (estimate {heavy_cost.describe()})",

@@ -676,6 +676,7 @@ def served(route: str) -> pn.viewable.Viewable:
     not prebuild: its first widget is often below the first screen, and building it before the
     browser's document pull only delays the page (measured on the recompute lab: ready 1.4–2.0 s
     without, 2.3–2.9 s with)."""
+    pin_local_resources()
     page = build_page(route, sync=True, lazy=True)
     if prebuilds(page.route):
         first = next((p.builder for p in page.placed if p.builder is not None), None)
@@ -683,6 +684,34 @@ def served(route: str) -> pn.viewable.Viewable:
             prebuild(first)  # it arrives built: `Page.lazy_slots` no longer counts it
     SPARES.start()
     return page.serve()
+
+
+def local_dist_url() -> str:
+    """Where the current session's page loads Panel's CSS from: this server's own copy, relative to
+    the page (`../static/extensions/panel/` on a page one folder down), as Panel computes it when
+    it renders a session's page."""
+    from panel.io.resources import LOCAL_DIST
+
+    rel = pn.state.rel_path
+    return f"{rel}/{LOCAL_DIST}" if rel else LOCAL_DIST
+
+
+def pin_local_resources(doc: Any = None) -> bool:
+    """Give the current session's document (or `doc`) this server's resource path before any of its
+    Bokeh models is built. Panel gives a model's stylesheets the address in the document's template
+    variable `dist_url`, and the CDN's when it is missing; it sets it only when it renders the
+    session's HTML page. A session Bokeh builds for a websocket instead never gets it: Bokeh
+    discards a session nobody connected to within its unused-session lifetime (15 s), and when the
+    browser's websocket arrives later (a loaded machine, a slow first load) it builds a new session
+    for the same id without a page — whose every stylesheet then pointed at cdn.holoviz.org
+    (issue 33's F2: listpanel, markdown, select, alerts, button and native.css requested from the
+    CDN under load). False outside a served session."""
+    if doc is None:
+        doc = pn.state.curdoc
+    if doc is None or doc.session_context is None:
+        return False
+    doc.template_variables.setdefault("dist_url", local_dist_url())
+    return True
 
 
 def prebuilds(route: str) -> bool:

@@ -36,10 +36,8 @@ from lowprec.app.commands import export_cmd
 from lowprec.config import fields_of
 from lowprec.formats.explain import ExplainConfig
 from lowprec.app.export import PAGE_LIMIT, SITE_LIMIT, ExportError, available_routes, export, page_file, site_size
-from tests.browser import CHROMIUM, COMPLETE_JS, READY_JS, WatchedPage, answer_every_prediction, check_site_page
-from tests.browser import CHROMIUM_ARGS as CHROMIUM_BASE_ARGS
+from tests.browser import COMPLETE_JS, READY_JS, WatchedPage, answer_every_prediction, check_site_page
 
-CHROMIUM_ARGS = CHROMIUM_BASE_ARGS + ["--allow-file-access-from-files"]
 ROOT = Path(__file__).resolve().parents[1]
 ROUTES = available_routes()
 
@@ -221,18 +219,6 @@ def test_cli_index_alias(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
 # ------------------------------------------------------------------------------------------------
 # browser: open from disk, network blocked
 # ------------------------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    import playwright.sync_api as api
-
-    if not os.path.exists(CHROMIUM):
-        pytest.skip(f"{CHROMIUM} is not installed")
-    with api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
 
 
 class Offline(WatchedPage):

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.test_ui import Watched, browser, server, wait_until  # noqa: F401 - fixtures
+from tests.test_ui import Watched, wait_until
 
 pytestmark = pytest.mark.ui
 
@@ -24,7 +24,7 @@ def _npy(name: str, x: np.ndarray) -> dict[str, Any]:
     return {"name": name, "mimeType": "application/octet-stream", "buffer": buf.getvalue()}
 
 
-def test_upload_npy_shows_its_table(server: str, browser: Any) -> None:  # noqa: F811
+def test_upload_npy_shows_its_table(server: str, browser: Any) -> None:
     from lowprec.simulations.lab import analyze_arrays
 
     x = np.random.default_rng(5).standard_normal((32, 64)).astype(np.float32)

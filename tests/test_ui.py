@@ -1,8 +1,9 @@
 """Browser tests: the served app in Debian's headless Chromium through Playwright.
 
-One server (`lowprec serve --no-show`) on a free port for the whole module; every request the page
-makes is intercepted and any host other than the server fails the test. Every page is opened and
-checked for console errors, page errors and traceback text; the bin explorer's controls are driven
+One server (`lowprec serve --no-show`, the `server` fixture of tests/conftest.py) for the whole
+module; every request the page makes is intercepted and any host other than the server fails the
+test (the `browser` fixture's offline check, and `Watched`'s own: this server only). Every page is
+opened and checked for console errors, page errors and traceback text; the bin explorer's controls are driven
 and the plotted data (read from the page's Bokeh document) must change; garbage in the value box
 must show the "Invalid" message and leave the page working; the URL query must reproduce a view.
 """
@@ -11,12 +12,8 @@ from __future__ import annotations
 
 import os
 import re
-import socket
-import subprocess
-import sys
 import time
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -25,7 +22,6 @@ import pytest
 
 from tests.browser import (
     CHROMIUM,
-    CHROMIUM_ARGS,
     COMPLETE_JS,
     READY_JS,
     WatchedPage,
@@ -43,12 +39,6 @@ if not os.path.exists(CHROMIUM):
     pytest.skip(f"{CHROMIUM} is not installed", allow_module_level=True)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def wait_until(condition: Any, timeout: float = 20.0, interval: float = 0.1) -> Any:
     end = time.monotonic() + timeout
     while True:
@@ -58,44 +48,6 @@ def wait_until(condition: Any, timeout: float = 20.0, interval: float = 0.1) -> 
         if time.monotonic() > end:
             raise AssertionError(f"condition not met within {timeout} s")
         time.sleep(interval)
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[str]:
-    port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "lowprec.app.cli", "serve", "--no-show", "--port", str(port)],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-
-    def answers() -> bool:
-        if proc.poll() is not None:
-            raise AssertionError(f"server exited: {proc.stdout.read() if proc.stdout else ''}")
-        try:
-            # one request at a time, waited for: a timed-out request leaves its session building
-            with urllib.request.urlopen(url + "/", timeout=120) as resp:
-                return bool(resp.status == 200)
-        except OSError:
-            return False
-
-    try:
-        wait_until(answers, timeout=300, interval=0.3)  # a busy shared machine starts slowly
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with playwright_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
 
 
 class Watched(WatchedPage):
