@@ -12,19 +12,25 @@ import math
 from typing import Any
 
 from bokeh.layouts import column
-from bokeh.models import ColumnDataSource, HoverTool
-from bokeh.models.annotations import BoxAnnotation
+from bokeh.models import ColumnDataSource, HoverTool, LinearColorMapper
+from bokeh.models.annotations import BoxAnnotation, ColorBar
+from bokeh.palettes import Viridis256
 from bokeh.models.widgets.tables import DataTable, NumberFormatter, TableColumn
 from bokeh.plotting import figure
 
 from lowprec.simulations.lab.measure import RecipeDetail
 from lowprec.simulations.lab.runner import LabReport
 
-from .style import CURRENT_COLOR, DELAYED_COLOR, HIGHLIGHT_COLOR, SERIES_PALETTE
+from .style import CURRENT_COLOR, DELAYED_COLOR, HIGHLIGHT_COLOR, INK, SERIES_PALETTE
 from .widget_heatmap import heat_colors, heatmap_figure
 
-__all__ = ["TABLE_COLUMNS", "detail_sources", "error_bits_figure", "error_map_figure", "histogram_figure",
-           "report_layout", "results_table", "table_data"]
+#: one colour per tensor in the scatter: the series palette without its ink and dark grey, which the
+#: dark theme cannot recolour inside a data column (a near-black series on a dark plot)
+TENSOR_PALETTE = tuple(c for c in SERIES_PALETTE if c not in (INK, "#5F5F5F"))
+
+__all__ = ["TABLE_COLUMNS", "TENSOR_PALETTE", "detail_sources", "error_bits_figure", "error_map_figure",
+           "error_map_range", "histogram_figure", "report_layout", "results_table", "set_error_map_range",
+           "table_data"]
 
 #: table columns: (field, title, number format or None for text)
 TABLE_COLUMNS: tuple[tuple[str, str, str | None], ...] = (
@@ -74,11 +80,15 @@ def results_table(source: ColumnDataSource, width: int = 1000, height: int = 320
 
 
 def error_bits_figure(source: ColumnDataSource, width: int = 760) -> Any:
-    """Each tensor × recipe as a point: bits per element against RMS relative error (log)."""
+    """Each tensor × recipe as a point: bits per element against RMS relative error (log); the
+    legend names each tensor's colour (`show_tensor_legend` hides it when colours repeat)."""
     fig = figure(title="RMS relative error against bits per element (each tensor × recipe)", width=width,
                  height=320, y_axis_type="log", x_axis_label="bits per element", y_axis_label="RMS relative error",
                  tools="pan,wheel_zoom,box_zoom,reset")
-    fig.scatter("bits_per_element", "plot_err", source=source, size=9, color="color", alpha=0.8)
+    fig.scatter("bits_per_element", "plot_err", source=source, size=9, color="color", alpha=0.8,
+                legend_field="tensor")
+    fig.legend.title = "tensor"
+    fig.legend.location = "top_right"
     fig.add_tools(HoverTool(tooltips=[("tensor", "@tensor"), ("recipe", "@recipe"),
                                       ("bits / element", "@bits_per_element{0.000}"),
                                       ("RMS rel. error", "@rms_rel_err{0.000e}"), ("SQNR", "@sqnr_db{0.00} dB")]))
@@ -91,7 +101,7 @@ def colored(data: dict[str, list[Any]]) -> dict[str, list[Any]]:
     table keeps showing `rms_rel_err` itself)."""
     tensors = list(dict.fromkeys(data["tensor"]))
     out = dict(data)
-    out["color"] = [SERIES_PALETTE[tensors.index(t) % len(SERIES_PALETTE)] for t in data["tensor"]]
+    out["color"] = [TENSOR_PALETTE[tensors.index(t) % len(TENSOR_PALETTE)] for t in data["tensor"]]
     out["plot_err"] = [v if v > 0 else math.nan for v in data["rms_rel_err"]]
     return out
 
@@ -148,8 +158,31 @@ def histogram_figure(sources: dict[str, ColumnDataSource], width: int = 760) -> 
     return fig, flush, clip
 
 
+def error_map_range(cells: Any) -> tuple[float, float]:
+    """(low, high) of the finite log10 errors the map's colours spread over (`heat_colors`); a single
+    value gets (value, value + 1), as it is painted with the palette's first colour."""
+    finite = [v for v in cells.get("log10", []) if math.isfinite(v)]
+    if not finite:
+        return (0.0, 1.0)
+    lo, hi = min(finite), max(finite)
+    return (lo, lo + 1.0) if lo == hi else (lo, hi)
+
+
 def error_map_figure(source: ColumnDataSource, width: int = 420) -> Any:
-    """The per-block RMS relative error of the matrix view, one cell per tile (log colour)."""
-    return heatmap_figure(source, "RMS relative error per block (log colour; grey: exact)", "column block",
-                          "row block", [("block", "(@y, @x)"), ("RMS rel. error", "@rel_err{0.000e}")],
-                          width=width, height=320)
+    """The per-block RMS relative error of the matrix view, one cell per tile (log colour), with a
+    colour bar in log10 of the error (`set_error_map_range` follows the data)."""
+    fig = heatmap_figure(source, "RMS relative error per block (log colour; grey: exact)", "column block",
+                         "row block", [("block", "(@y, @x)"), ("RMS rel. error", "@rel_err{0.000e}")],
+                         width=width, height=320)
+    lo, hi = error_map_range(source.data)
+    mapper = LinearColorMapper(palette=Viridis256, low=lo, high=hi)
+    fig.add_layout(ColorBar(color_mapper=mapper, title="log10 RMS rel. error", width=10, name="error_map_bar",
+                            title_text_font_size="9pt", major_label_text_font_size="8pt"), "right")
+    return fig
+
+
+def set_error_map_range(fig: Any, cells: Any) -> None:
+    """Point the map's colour bar at the range of `cells`' colours."""
+    lo, hi = error_map_range(cells)
+    for bar in fig.select({"type": ColorBar}):
+        bar.color_mapper.update(low=lo, high=hi)
