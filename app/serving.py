@@ -96,11 +96,24 @@ def _answers(url: str, request_timeout_s: float) -> bool:
 
 def serve_and_wait(argv: Sequence[str] | None = None, *, ready_path: str = "/", timeout_s: float = 300.0,
                    port: int | None = None, env: Mapping[str, str] | None = None, cwd: str | Path | None = None,
-                   request_timeout_s: float = 120.0) -> ServedApp:
+                   request_timeout_s: float = 120.0, attempts: int = 3) -> ServedApp:
     """Start the server (`SERVE_ARGV` unless `argv`; `{port}` in any argument becomes the port) and
     wait until `ready_path` answers 200; see the module docstring. A busy shared machine starts
-    slowly: the default waits up to five minutes."""
-    port = free_port() if port is None else port
+    slowly: the default waits up to five minutes. A free port can be taken by another process
+    between `free_port` and the server's bind: a server that exits saying its port is in use is
+    started again on another (at most `attempts` times, when the port was not given)."""
+    for attempt in range(attempts):
+        try:
+            return _start(argv, ready_path, timeout_s, free_port() if port is None else port, env, cwd,
+                          request_timeout_s)
+        except ServeError as exc:
+            if port is not None or "already in use" not in str(exc) or attempt == attempts - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _start(argv: Sequence[str] | None, ready_path: str, timeout_s: float, port: int,
+           env: Mapping[str, str] | None, cwd: str | Path | None, request_timeout_s: float) -> ServedApp:
     command = [str(a).replace("{port}", str(port)) for a in (argv or SERVE_ARGV)]
     fd, log_name = tempfile.mkstemp(prefix="lowprec-serve-", suffix=".log")
     log_path = Path(log_name)
@@ -114,8 +127,8 @@ def serve_and_wait(argv: Sequence[str] | None = None, *, ready_path: str = "/", 
             text = app.log()
             app.close()
             raise ServeError(f"the server exited with status {proc.returncode} before answering: {text}")
-        if _answers(app.url + ready_path, request_timeout_s):
-            return app
+        if _answers(app.url + ready_path, request_timeout_s) and proc.poll() is None:
+            return app  # answered while our process runs (not another one that holds the port)
         if time.monotonic() > end:
             text = app.log()
             app.close()
