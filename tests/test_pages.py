@@ -416,3 +416,34 @@ def test_a_spare_is_built_outside_any_session(monkeypatch: pytest.MonkeyPatch) -
 
     asyncio.run(in_session())
     assert spares.built == 1 and seen == [None]
+
+
+def test_the_start_page_explorer_gives_away_no_prediction() -> None:
+    """Issue 33: the start page's explorer opened on 3.3 → 0x45 = 3.25, the answer to lesson 1's
+    first prediction. The value it opens on is none a prediction names in its question or sets in
+    the widget that reveals its answer, and it is a value the format must round."""
+    import re
+
+    from lowprec import formats
+    from lowprec.app.lessons import PredictionBlock
+
+    value = pages.LANDING_PARAMS["value"]
+    page = pages.landing_page(sync=False)
+    explorer = page.placed[0].widget
+    assert explorer.value == value and explorer.view.main.value != float(value)  # it rounds: something to see
+    assert float(formats.quantize(float(value), explorer.format)) == explorer.view.main.value
+    asked: set[float] = set()
+    for lesson in load_lessons():
+        blocks = render_blocks(lesson)
+        for i, block in enumerate(blocks):
+            if not isinstance(block, PredictionBlock):
+                continue
+            asked |= {float(x) for x in re.findall(r"(?<![\w.])-?\d+(?:\.\d+)?(?:e-?\d+)?", block.question)}
+            after = next((b for b in blocks[i + 1:] if isinstance(b, WidgetDirective)), None)
+            if after is not None and "value" in after.params:
+                try:
+                    asked.add(float(after.params["value"]))
+                except ValueError:
+                    pass
+    assert 3.3 in asked  # the check sees lesson 1's prediction
+    assert float(value) not in asked

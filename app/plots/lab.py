@@ -15,7 +15,7 @@ from bokeh.layouts import column
 from bokeh.models import ColumnDataSource, HoverTool, LinearColorMapper
 from bokeh.models.annotations import BoxAnnotation, ColorBar
 from bokeh.palettes import Viridis256
-from bokeh.models.widgets.tables import DataTable, NumberFormatter, TableColumn
+from bokeh.models.widgets.tables import DataTable, NumberFormatter, ScientificFormatter, TableColumn
 from bokeh.plotting import figure
 
 from lowprec.simulations.lab.measure import RecipeDetail
@@ -32,20 +32,23 @@ __all__ = ["TABLE_COLUMNS", "TENSOR_PALETTE", "detail_sources", "error_bits_figu
            "error_map_range", "histogram_figure", "report_layout", "results_table", "set_error_map_range",
            "table_data"]
 
-#: table columns: (field, title, number format or None for text)
-TABLE_COLUMNS: tuple[tuple[str, str, str | None], ...] = (
-    ("tensor", "tensor", None),
-    ("recipe", "recipe", None),
-    ("rank", "rank", "0"),
-    ("rms_rel_err", "RMS rel. error", "0.000e+0"),
-    ("sqnr_db", "SQNR (dB)", "0.00"),
-    ("max_abs_err", "max |error|", "0.000e+0"),
-    ("clipped_frac", "clipped", "0.000%"),
-    ("zero_frac", "flushed to 0", "0.000%"),
-    ("bits_per_element", "bits / element", "0.000"),
-    ("note", "note", None),
+#: table columns: (field, title, number format or None for text, width in px). "sci" is scientific
+#: notation with 4 significant digits (`ScientificFormatter`: Bokeh's numbro has no exponent format
+#: and printed "0.000e+0" as "+0.02622"); the table keeps these widths (`autosize_mode="none"`): at
+#: phone width it scrolls sideways inside its box instead of cutting names ("mlp.u")
+TABLE_COLUMNS: tuple[tuple[str, str, str | None, int], ...] = (
+    ("tensor", "tensor", None, 190),
+    ("recipe", "recipe", None, 140),
+    ("rank", "rank", "0", 50),
+    ("rms_rel_err", "RMS rel. error", "sci", 110),
+    ("sqnr_db", "SQNR (dB)", "0.00", 85),
+    ("max_abs_err", "max |error|", "sci", 100),
+    ("clipped_frac", "clipped", "0.000%", 80),
+    ("zero_frac", "flushed to 0", "0.000%", 95),
+    ("bits_per_element", "bits / element", "0.000", 100),
+    ("note", "note", None, 420),
 )
-_NUMBERS = [f for f, _, fmt in TABLE_COLUMNS if fmt is not None]
+_NUMBERS = [f for f, _, fmt, _ in TABLE_COLUMNS if fmt is not None]
 
 
 def _number(v: Any) -> float:
@@ -54,7 +57,7 @@ def _number(v: Any) -> float:
 
 def table_data(report: LabReport) -> dict[str, list[Any]]:
     """One row per tensor × recipe (absent numbers are NaN, the reason in `note`)."""
-    data: dict[str, list[Any]] = {f: [] for f, _, _ in TABLE_COLUMNS}
+    data: dict[str, list[Any]] = {f: [] for f, _, _, _ in TABLE_COLUMNS}
     for t in report.tensors:
         ranks = {name: i + 1 for i, name in enumerate(t.ranking)}
         for r in t.results:
@@ -70,13 +73,15 @@ def table_data(report: LabReport) -> dict[str, list[Any]]:
 def results_table(source: ColumnDataSource, width: int = 1000, height: int = 320) -> DataTable:
     """The sortable table over `source` (columns of TABLE_COLUMNS); click a header to sort."""
     cols = []
-    for f, title, fmt in TABLE_COLUMNS:
-        kw: dict[str, Any] = {"field": f, "title": title}
-        if fmt is not None:
+    for f, title, fmt, px in TABLE_COLUMNS:
+        kw: dict[str, Any] = {"field": f, "title": title, "width": px}
+        if fmt == "sci":
+            kw["formatter"] = ScientificFormatter(precision=3, power_limit_high=0, power_limit_low=0, nan_format="–")
+        elif fmt is not None:
             kw["formatter"] = NumberFormatter(format=fmt, nan_format="–")
         cols.append(TableColumn(**kw))
     return DataTable(source=source, columns=cols, sortable=True, index_position=None, width=width, height=height,
-                     sizing_mode="stretch_width")
+                     sizing_mode="stretch_width", autosize_mode="none")
 
 
 def error_bits_figure(source: ColumnDataSource, width: int = 760) -> Any:
