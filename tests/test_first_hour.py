@@ -92,7 +92,7 @@ def test_the_summary_ends_the_skipped_list_before_the_next_sentence() -> None:
     w = RecipeLab()
     assert w.load_file("ckpt.npz", buf.getvalue()), w.error
     text = re.sub(r"\\(.)", r"\1", str(w._summary.object))  # Markdown-escaped: read as text
-    assert "- skipped step: integer dtype int64 (the lab analyses BF16, FP16, FP32, FP64).\n- skipped ids:" in text
+    assert "- skipped step: dtype INT64 (the lab analyses BF16, FP16, FP32, FP64).\n- skipped ids:" in text
     listing, headline = text.split("\n\n")[1:3]
     assert listing.startswith("- skipped") and headline.startswith("Lowest error for its size")
 
@@ -156,3 +156,53 @@ def test_a_page_object_displays_in_a_notebook() -> None:
     view = page.view()
     assert isinstance(view, pn.Column) and len(view.objects) == len(page.objects) > 3
     assert hasattr(page, "_repr_mimebundle_")
+
+
+@pytest.mark.parametrize("library_name, label", [
+    ("int64", "INT64"), ("I64", "INT64"), ("torch.int64", "INT64"), ("U8", "UINT8"), ("uint8", "UINT8"),
+    ("BOOL", "BOOL"), ("bool", "BOOL"), ("float8_e4m3fn", "E4M3FN"), ("F8_E4M3", "E4M3FN"), ("F8_E5M2", "E5M2"),
+    ("float8_e5m2", "E5M2"), ("complex64", "COMPLEX64"), ("C64", "COMPLEX64"), ("BF16", "BF16"), ("bfloat16", "BF16"),
+    ("F16", "FP16"), ("float16", "FP16"), ("F64", "FP64"), ("float8_e8m0fnu", "E8M0"), ("qint8", "QINT8"),
+])
+def test_every_library_spelling_of_a_dtype_reads_one_way(library_name: str, label: str) -> None:
+    """Issue 33: skipped tensors said `integer dtype int64` (numpy), `dtype int64` (torch) and
+    `dtype I64` (safetensors); now one spelling, the lab's own names."""
+    from lowprec.simulations.lab.tensors import dtype_label, dtype_reason
+
+    assert dtype_label(library_name) == label
+    assert dtype_reason(library_name) == f"dtype {label} (the lab analyses BF16, FP16, FP32, FP64)"
+
+
+def test_the_three_readers_name_an_integer_tensor_alike(tmp_path: Path) -> None:
+    import torch
+    from safetensors.numpy import save_file
+
+    from lowprec.simulations.lab.readers import scan
+
+    ids = np.arange(4, dtype=np.int64)
+    np.save(tmp_path / "a.npy", ids)
+    torch.save({"ids": torch.from_numpy(ids)}, tmp_path / "b.pt")
+    save_file({"ids": ids}, str(tmp_path / "c.safetensors"))
+    inv = scan([str(tmp_path / n) for n in ("a.npy", "b.pt", "c.safetensors")])
+    assert [s.reason for s in inv.skipped] == ["dtype INT64 (the lab analyses BF16, FP16, FP32, FP64)"] * 3
+
+
+def test_formats_lists_no_subnormal_a_format_does_not_have(capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 33: `lowprec formats` gave E8M0, INT8 and INT4 a "min subnormal" (their smallest value);
+    they have none. The others keep theirs, which ml_dtypes' finfo confirms."""
+    import ml_dtypes
+
+    from lowprec.app.cli import main
+
+    assert main(["formats"]) == 0
+    lines = {line.split()[0]: line.split() for line in capsys.readouterr().out.splitlines()[1:]}
+    for name in ("E8M0", "INT8", "INT4"):
+        assert lines[name][4] == "—", lines[name]
+    oracle = {"E4M3FN": ml_dtypes.float8_e4m3fn, "E5M2": ml_dtypes.float8_e5m2, "BF16": ml_dtypes.bfloat16,
+              "E2M1": ml_dtypes.float4_e2m1fn, "E3M2": ml_dtypes.float6_e3m2fn, "E2M3": ml_dtypes.float6_e2m3fn}
+    for name, dtype in oracle.items():
+        assert float(lines[name][4]) == pytest.approx(float(ml_dtypes.finfo(dtype).smallest_subnormal), rel=1e-5)
+    assert main(["formats", "E8M0"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"^smallest_subnormal\s+— \(no subnormals; the smallest positive value is 5\.8774718e-39\)$",
+                     out, re.M)
