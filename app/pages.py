@@ -217,18 +217,20 @@ def sync_url(placed: list[PlacedWidget], location: Any = None) -> bool:
     if location is None:
         return False
     oversized.update(_drop_oversized_query_values(location))
+    unparsed = _drop_unparseable_query_values(location)
     for item in placed:
         if item.widget is None:
             continue
         widget = item.widget
 
         def on_error(values: dict[str, Any], widget: Any = widget, prefix: str = item.prefix,
-                     url_alert: Any = item.url_alert) -> None:
+                     url_alert: Any = item.url_alert, raw: dict[str, str] | None = None) -> None:
             # Panel reads query values as JSON first, so a text parameter can arrive as a number
             # (value=3.3 → 3.3, and -0 → 0, losing the sign): retry text parameters with the raw
             # query text, one parameter at a time, and report only what is still refused.
-            raw = {k: v[-1] for k, v in parse_qs(str(location.search).lstrip("?"),
-                                                 keep_blank_values=True).items()}
+            if raw is None:
+                raw = {k: v[-1] for k, v in parse_qs(str(location.search).lstrip("?"),
+                                                     keep_blank_values=True).items()}
             refused: dict[str, Any] = {}
             for name, value in values.items():
                 if isinstance(widget.param[name], param.String):
@@ -243,6 +245,12 @@ def sync_url(placed: list[PlacedWidget], location: Any = None) -> bool:
                 set_alert(alert, f"Invalid URL parameters: {text}")
 
         location.sync(widget, url_parameters(widget, item.prefix), on_error=on_error)
+        # values Panel would have ignored with only a log line (`[1`, `{`): the widget gets the text,
+        # as it gets any other, and says what is wrong with it
+        mine = {k[len(item.prefix):]: v for k, v in unparsed.items()
+                if k.startswith(item.prefix) and k[len(item.prefix):] in url_parameters(widget)}
+        if mine:
+            on_error(mine, raw={f"{item.prefix}{k}": v for k, v in mine.items()})
         dropped = [k for k in oversized if k.startswith(item.prefix) and k[len(item.prefix):] in widget.param]
         if dropped and getattr(widget, "_alert", None) is not None:
             set_alert(widget._alert, "Invalid URL parameters: " + ", ".join(
@@ -277,6 +285,25 @@ def _session_location() -> tuple[Any, dict[str, int]]:
             location.param.update(params)
         pn.state._locations[doc] = location
         return location, oversized
+
+
+def _drop_unparseable_query_values(location: Any) -> dict[str, str]:
+    """Remove from `location.search` the values Panel would read as JSON and fail on (a value that
+    starts with `[` or `{` but is no JSON: Panel logs a warning and ignores the parameter, and the
+    page said nothing); returns {name: raw text} of what was removed."""
+    search = str(getattr(location, "search", "") or "")
+    pairs = parse_qsl(search.lstrip("?"), keep_blank_values=True)
+    bad: dict[str, str] = {}
+    for name, value in pairs:
+        if value.lstrip().startswith(("[", "{")):
+            try:
+                json.loads(value)
+            except ValueError:
+                bad[name] = value
+    if bad:
+        kept = [(k, v) for k, v in pairs if k not in bad]
+        location.search = ("?" + urlencode(kept)) if kept else ""
+    return bad
 
 
 def _drop_oversized_query_values(location: Any) -> dict[str, int]:
