@@ -58,6 +58,9 @@ def test_the_report_carries_files_statistics_ranking_reasons_skips_and_legends(f
     assert [(int(k), name) for k, name in ranked] == [(r["rank"], r["recipe"]) for r in report.ranking]
     for row in report.ranking:
         assert " ".join(rank_reason(row, measured).split()) in text
+        if row["note"]:  # the lab's own reason for a partial recipe's place is on the page
+            assert " ".join(html.escape(row["note"], quote=False).split()) in " ".join(page.split()) or \
+                " ".join(row["note"].split()) in text
         if not row["complete"]:
             assert row["note"].startswith("applies to")  # a partial recipe says why it ranks lower
     assert any(not r["complete"] for r in report.ranking)  # the scalar: block recipes do not apply

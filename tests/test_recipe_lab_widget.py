@@ -195,6 +195,9 @@ def test_the_dropper_enforces_the_limit_as_the_chunks_arrive() -> None:
     assert d.refused.startswith("big.npy: over the 2 MB upload limit") and d._file_buffer == {} and d.value == {}
     send(name="late.npy", chunk=2, total_chunks=3, data=piece)  # the rest of a dropped upload
     assert "out of order" in d.refused and d._file_buffer == {}
+    send(name="gap.npy", chunk=1, total_chunks=3, data=b"a")
+    send(name="gap.npy", chunk=3, total_chunks=3, data=b"c")  # chunk 2 never came
+    assert "out of order (chunk 3 of 3)" in d.refused and d._file_buffer == {} and d.value == {}
     send(name="bad.npy", chunk=True, total_chunks=2, data=piece)
     assert "malformed" in d.refused
     send(name=7, chunk=1, total_chunks=1, data=piece)
@@ -259,7 +262,7 @@ def test_a_served_upload_is_analysed_in_a_worker_process_and_superseded(monkeypa
     release.set()
     doc.drain(until=lambda: not w.busy and len(outcomes) == 2)
     assert calls and all(t != loop and target == "lowprec.app.lab_jobs:run" for t, target, _ in calls)
-    assert "second.npy finished" in outcomes and len(outcomes) == 2
+    assert sorted(outcomes) == ["first.npy superseded", "second.npy finished"]
     assert w.view_data.input_label == "second.npy" and w.sources["table"].data["tensor"][0] == "second.npy"
     assert w._folder is not None and [e.name for e in os.scandir(w._folder)] == ["upload-2.npy"]
     # a control change re-runs from the server's copy, in the worker, keeping the table
@@ -275,3 +278,14 @@ def test_a_served_upload_is_analysed_in_a_worker_process_and_superseded(monkeypa
     w.sample = "gradient"  # a sample replaces the upload, and its copy goes
     doc.drain(until=lambda: not w.busy)
     assert w.view_data.input_label == "sample gradient" and list(os.scandir(w._folder)) == []
+
+
+def test_a_table_is_reused_only_for_the_same_recipes() -> None:
+    """A change of the detail reuses the table; a change of the recipe set computes it again."""
+    inp = sample_input("layer")
+    default = run_lab(inp, LabConfig())
+    again = run_lab(inp, LabConfig(recipe="mxfp4"), report=default.report)
+    assert again.report is default.report and again.detail is not None and again.detail.recipe == "mxfp4"
+    every = run_lab(inp, LabConfig(recipes="all"), report=default.report)
+    assert every.report is not default.report
+    assert [r.name for r in every.report.recipes] == [r.name for r in run_lab(inp, LabConfig(recipes="all")).report.recipes]
