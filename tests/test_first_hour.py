@@ -237,3 +237,24 @@ def test_a_cold_outline_imports_no_numpy_and_still_names_a_bad_widget(tmp_path: 
     with pytest.raises(L.LessonError, match="BinExplorer has no parameter 'nosuch'"):
         L.parse_directive(text)
     assert L.parse_directive("::: widget BinExplorer value=3.3").params == {"value": "3.3"}  # checked: text
+
+
+def test_the_lab_table_widens_its_text_columns_to_the_longest_name() -> None:
+    """Columns keep their widths at any window width; a long tensor name widens its column
+    (the 1400 px screenshot cut "model.layers.0.self_attn.q_proj.wei")."""
+    from lowprec.app.plots.lab import CHAR_PX
+
+    w = RecipeLab()
+    name = "model.layers.0.self_attn.q_proj.weight"
+    assert w.load_file(f"{name}.npy", _npy(np.ones((4, 32), np.float32))), w.error
+    widths = {c.field: c.width for c in w._table.object.columns}
+    assert widths["tensor"] >= CHAR_PX * len(f"{name}.npy") and widths["tensor"] <= 640
+    assert widths["rank"] == 50  # numbers keep their declared widths
+
+
+def _npy(x: np.ndarray) -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    np.save(buf, x)
+    return buf.getvalue()

@@ -287,3 +287,34 @@ def test_no_exported_file_names_a_cdn_host(tmp_path: Path) -> None:
             problems[path.relative_to(out).as_posix()] = sorted(bad)[:5]
     assert problems == {}
     assert any(p.suffix == ".css" for p in files) and any(p.suffix == ".js" for p in files)
+
+
+def test_a_served_page_pins_the_resource_path_before_it_builds_anything(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The order the F2 fix depends on, without a browser: `served` gives the session's document
+    this server's resource path before it builds the page (whose models would otherwise take the
+    CDN's, in a session Bokeh made for a websocket with no page rendered)."""
+    from types import SimpleNamespace
+
+    from bokeh.document import Document
+    from panel.io.state import set_curdoc
+
+    from lowprec.app import pages
+
+    seen: list[object] = []
+
+    class Stop(Exception):
+        pass
+
+    def build_page(route: str, **kwargs: Any) -> Any:
+        import panel as pn
+
+        seen.append(pn.state.curdoc.template_variables.get("dist_url"))
+        raise Stop
+
+    monkeypatch.setattr(pages, "build_page", build_page)
+    doc = Document()
+    context = SimpleNamespace(request=SimpleNamespace(arguments={}, cookies={}, headers={}), id="probe")
+    doc._session_context = lambda: context  # type: ignore[assignment,return-value]
+    with set_curdoc(doc), pytest.raises(Stop):
+        pages.served("widget/BinExplorer")
+    assert seen == ["static/extensions/panel/"]

@@ -142,6 +142,16 @@ def _checkpoints(folder: Path) -> dict[str, bytes]:
     return out
 
 
+def test_the_browser_is_asked_for_no_file_type() -> None:
+    """Issue 33, F1: filepond compared the accepted suffixes with the browser's MIME type, which
+    Chromium leaves empty for these files, so every real checkpoint was refused. The drop area
+    accepts any file; the server decides by name and content (the browser test uploads real files
+    of every suffix, tests/test_recipe_lab_ui.py)."""
+    w = RecipeLab()
+    assert w._dropper.accepted_filetypes == []
+    assert w._dropper.max_file_size == "200MB" and w._dropper.limit_bytes == 200_000_000
+
+
 def test_content_suffix_names_each_kind_by_its_magic_bytes(tmp_path: Path) -> None:
     from lowprec.simulations.lab.workbench import content_suffix, upload_kind
 

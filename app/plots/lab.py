@@ -29,8 +29,8 @@ from .widget_heatmap import heat_colors, heatmap_figure
 TENSOR_PALETTE = tuple(c for c in SERIES_PALETTE if c not in (INK, "#5F5F5F"))
 
 __all__ = ["TABLE_COLUMNS", "TENSOR_PALETTE", "detail_sources", "error_bits_figure", "error_map_figure",
-           "error_map_range", "histogram_figure", "report_layout", "results_table", "set_error_map_range",
-           "table_data"]
+           "error_map_range", "fit_text_columns", "histogram_figure", "report_layout", "results_table",
+           "set_error_map_range", "table_data"]
 
 #: table columns: (field, title, number format or None for text, width in px). "sci" is scientific
 #: notation with 4 significant digits (`ScientificFormatter`: Bokeh's numbro has no exponent format
@@ -80,8 +80,25 @@ def results_table(source: ColumnDataSource, width: int = 1000, height: int = 320
         elif fmt is not None:
             kw["formatter"] = NumberFormatter(format=fmt, nan_format="–")
         cols.append(TableColumn(**kw))
-    return DataTable(source=source, columns=cols, sortable=True, index_position=None, width=width, height=height,
-                     sizing_mode="stretch_width", autosize_mode="none")
+    table = DataTable(source=source, columns=cols, sortable=True, index_position=None, width=width, height=height,
+                      sizing_mode="stretch_width", autosize_mode="none")
+    fit_text_columns(table, source.data)
+    return table
+
+
+#: roughly the width of one character of the table's text, px (13 px sans-serif)
+CHAR_PX = 7.2
+
+
+def fit_text_columns(table: DataTable, data: Any) -> None:
+    """Widen the table's text columns (tensor, recipe, note) to their longest entry, between the
+    column's declared width and 640 px: the columns keep their widths (no squeezing), so a long
+    tensor name ("model.layers.0.self_attn.q_proj.weight") would otherwise be cut."""
+    declared = {f: px for f, _, fmt, px in TABLE_COLUMNS if fmt is None}
+    for col in table.columns:
+        if col.field in declared:
+            longest = max((len(str(v)) for v in data.get(col.field, [])), default=0)
+            col.width = int(min(640, max(declared[col.field], CHAR_PX * longest + 16)))
 
 
 def error_bits_figure(source: ColumnDataSource, width: int = 760) -> Any:

@@ -55,7 +55,7 @@ def value_text(v: float) -> str:
 
 #: the "not updated" line over a stale view: the alert's colours, so it reads as part of the message
 STALE_CSS = """
-.lp-stale p { margin: 0 0 4px 0; padding: 6px 10px; border-left: 4px solid var(--lp-border, #d5dae0);
+p { margin: 0 0 4px 0; padding: 6px 10px; border-left: 4px solid var(--lp-border, #d5dae0);
   background: var(--lp-surface, #f3f5f7); color: var(--lp-text, #1c2127); font-size: 14px; }
 """
 

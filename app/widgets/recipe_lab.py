@@ -43,6 +43,7 @@ from lowprec.app.plots.lab import (
     detail_sources,
     error_bits_figure,
     error_map_figure,
+    fit_text_columns,
     histogram_figure,
     results_table,
     set_error_map_range,
@@ -374,6 +375,7 @@ class RecipeLab(pn.viewable.Viewer):
         self._alert.visible = False
         self.view_data = view
         self.sources["table"].data = colored(table_data(view.report))
+        fit_text_columns(self._table.object, self.sources["table"].data)
         for k, v in self._detail_data(view).items():
             self.sources[k].data = v
         self._show()
