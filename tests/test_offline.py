@@ -303,7 +303,8 @@ def test_a_served_page_pins_the_resource_path_before_it_builds_anything(monkeypa
     seen: list[object] = []
 
     class Stop(Exception):
-        pass
+        def __init__(self) -> None:
+            super().__init__("stopped before building the page")
 
     def build_page(route: str, **kwargs: Any) -> Any:
         import panel as pn
@@ -315,6 +316,6 @@ def test_a_served_page_pins_the_resource_path_before_it_builds_anything(monkeypa
     doc = Document()
     context = SimpleNamespace(request=SimpleNamespace(arguments={}, cookies={}, headers={}), id="probe")
     doc._session_context = lambda: context  # type: ignore[assignment,return-value]
-    with set_curdoc(doc), pytest.raises(Stop):
+    with set_curdoc(doc), pytest.raises(Stop, match="stopped before building"):
         pages.served("widget/BinExplorer")
     assert seen == ["static/extensions/panel/"]

@@ -194,29 +194,38 @@ def test_the_dropper_enforces_the_limit_as_the_chunks_arrive() -> None:
 
     def send(**data: object) -> None:
         d._process_event(_Event("upload_event", **{"type": "", **data}))
-        assert sum(len(b) for bs in d._file_buffer.values() for b in bs) <= d.limit_bytes
+        assert d._file_buffer == {}  # nothing of an upload is held in memory: it goes to disk
+        spooled = d._spool[1] if d._spool is not None else None
+        assert spooled is None or os.path.getsize(spooled) <= d.limit_bytes
+
+    import os
 
     send(name="huge.npy", chunk=1, total_chunks=1_000_000, data=piece)
-    assert d.refused.startswith("huge.npy: over the 2 MB upload limit") and d._file_buffer == {}
+    assert d.refused.startswith("huge.npy: over the 2 MB upload limit") and d._spool is None
     for i in (1, 2):  # a complete upload whose size the total did not give away
         send(name="big.npy", chunk=i, total_chunks=3, data=piece)
-    assert d.refused == "" and len(d._file_buffer["big.npy"]) == 2
+    assert d.refused == "" and d._spool is not None and os.path.getsize(d._spool[1]) == 2 * len(piece)
+    spooled = d._spool[1]
     send(name="big.npy", chunk=3, total_chunks=3, data=piece + b"x")
-    assert d.refused.startswith("big.npy: over the 2 MB upload limit") and d._file_buffer == {} and d.value == {}
+    assert d.refused.startswith("big.npy: over the 2 MB upload limit") and d._spool is None
+    assert not os.path.exists(spooled) and d.received is None  # dropped: its file deleted, nothing received
     send(name="late.npy", chunk=2, total_chunks=3, data=piece)  # the rest of a dropped upload
-    assert "out of order" in d.refused and d._file_buffer == {}
+    assert "out of order" in d.refused and d._spool is None
     send(name="gap.npy", chunk=1, total_chunks=3, data=b"a")
     send(name="gap.npy", chunk=3, total_chunks=3, data=b"c")  # chunk 2 never came
-    assert "out of order (chunk 3 of 3)" in d.refused and d._file_buffer == {} and d.value == {}
+    assert "out of order (chunk 3 of 3)" in d.refused and d._spool is None and d.received is None
     send(name="bad.npy", chunk=True, total_chunks=2, data=piece)
     assert "malformed" in d.refused
     send(name=7, chunk=1, total_chunks=1, data=piece)
     assert "file name" in d.refused
     send(name="C:\\x\\<b>ok.npy", chunk=1, total_chunks=2, data=b"ab")
     send(name="C:\\x\\<b>ok.npy", chunk=2, total_chunks=2, data=b"cd")
-    assert d.value == {"C:\\x\\<b>ok.npy": b"abcd"} and d.refused == "" and d._file_buffer == {}
+    assert d.refused == "" and d._spool is None and d.value == {}
+    name, path = d.received
+    assert name == "C:\\x\\<b>ok.npy" and open(path, "rb").read() == b"abcd"
+    assert os.path.dirname(path) == d.spool_folder()  # the dropper's own folder, never the user's name
     d._process_event(_Event("delete_event", name="C:\\x\\<b>ok.npy"))
-    assert d.value == {} and d._file_buffer == {}
+    assert d.value == {} and d._spool is None
 
 
 def test_a_refused_upload_shows_its_reason_and_keeps_the_view() -> None:
@@ -288,6 +297,14 @@ def test_a_served_upload_is_analysed_in_a_worker_process_and_superseded(monkeypa
     w.sample = "gradient"  # a sample replaces the upload, and its copy goes
     doc.drain(until=lambda: not w.busy)
     assert w.view_data.input_label == "sample gradient" and list(os.scandir(w._folder)) == []
+    # a drop: the dropper writes the file as it arrives; the widget moves it, never reads it here
+    w.tensor = "mlp.up_proj.weight.grad"
+    doc.drain(until=lambda: not w.busy)
+    w._dropper._process_event(_Event("upload_event", name="dropped.npy", chunk=1, total_chunks=1, type="",
+                                     data=npy_bytes(rng.standard_normal((16, 32)).astype(np.float32))))
+    doc.drain(until=lambda: not w.busy and w.view_data.input_label == "dropped.npy")
+    assert w.error == "" and w.view_data.tensor == "dropped.npy"  # its own tensor, not the sample's
+    assert os.listdir(w._dropper.spool_folder()) == [] and len(os.listdir(w._folder)) == 1
 
 
 def test_a_table_is_reused_only_for_the_same_recipes() -> None:

@@ -21,6 +21,7 @@ upload only as a file in a private folder, removed with the widget. In a noteboo
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import shutil
@@ -79,6 +80,13 @@ def _base(name: str) -> str:
     return PurePath(str(name).replace("\\", "/")).name or "upload"
 
 
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
 #: the drop zone's label stays readable when the dropper is disabled, and filepond's light panel
 #: follows the page's theme (its own colours left a bright strip under the drop area in the dark
 #: theme); the custom properties of the page reach into the widget's shadow root
@@ -94,38 +102,65 @@ DROPPER_CSS = """
 
 
 class LabDropper(pn.widgets.FileDropper):
-    """Panel's FileDropper with the size limit enforced on the server as the chunks arrive: the
-    browser sends a file in `chunk_size` pieces, each saying its number and the total, and Panel
-    kept every piece of every file name until the last (a crafted total of a million chunks held
-    memory per name until the session closed; a file over the limit was assembled before anyone
-    looked at its size). Here one upload is pending at a time; a chunk whose total exceeds what
-    the limit allows, that arrives out of order, or that takes the running size over the limit
-    drops the upload there and sets `refused` to the reason (naming the file)."""
+    """Panel's FileDropper with the size limit enforced on the server as the chunks arrive, and the
+    file written to disk as it arrives. The browser sends a file in `chunk_size` pieces, each saying
+    its number and the total, and Panel kept every piece of every file name in memory until the
+    last (a crafted total of a million chunks held memory per name until the session closed; a
+    file over the limit was assembled before anyone looked at its size; a complete one was joined
+    into a second copy on the event loop). Here one upload is pending at a time, its chunks appended
+    to a file in a private folder; a chunk whose total exceeds what the limit allows, that arrives
+    out of order, or that takes the running size over the limit drops the upload there (its file
+    deleted) and sets `refused` to the reason (naming the file). A complete upload sets `received`
+    to (the browser's file name, the path of the file) — `value` stays empty: nothing of the file
+    is held in memory."""
 
     limit_bytes = param.Integer(default=UPLOAD_LIMIT_BYTES, bounds=(1, None), doc="largest file accepted, bytes")
     refused = param.String(default="", doc="why the last upload was dropped on arrival ('' if it was not)")
+    received = param.Tuple(default=None, allow_None=True, length=2,
+                           doc="(file name, path on the server) of the last complete upload")
 
-    _rename = {**pn.widgets.FileDropper._rename, "limit_bytes": None, "refused": None}
+    _rename = {**pn.widgets.FileDropper._rename, "limit_bytes": None, "refused": None, "received": None}
 
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)
         self._received = 0
+        self._spool: tuple[str, str, Any] | None = None  # (name, path, open file) of the pending upload
+        self._folder: str | None = None
+        self._count = 0
 
     def max_chunks(self) -> int:
         """The most chunks a file within the limit arrives in (the browser sends ceil((size + 1) / chunk))."""
         return -(-(self.limit_bytes + 1) // max(1, self.chunk_size))
 
-    def _drop(self, reason: str) -> None:
+    def spool_folder(self) -> str:
+        """The private folder uploads are written to (removed with the widget)."""
+        if self._folder is None:
+            self._folder = tempfile.mkdtemp(prefix="lowprec-lab-spool-")
+            weakref.finalize(self, shutil.rmtree, self._folder, True)
+        return self._folder
+
+    def _discard(self) -> None:
+        """Close and delete the pending upload's file, if any."""
+        if self._spool is not None:
+            _, path, fh = self._spool
+            self._spool = None
+            try:
+                fh.close()
+                os.unlink(path)
+            except OSError:
+                pass
         self._file_buffer.clear()
         self._received = 0
+
+    def _drop(self, reason: str) -> None:
+        self._discard()
         self.refused = ""
         self.refused = reason
 
     def _process_event(self, event: Any) -> None:
         data = event.data if isinstance(getattr(event, "data", None), dict) else {}
         if event.event_name == "delete_event":
-            self._file_buffer.clear()
-            self._received = 0
+            self._discard()
             super()._process_event(event)
             return
         name, chunk, total, payload = data.get("name"), data.get("chunk"), data.get("total_chunks"), data.get("data")
@@ -145,11 +180,14 @@ class LabDropper(pn.widgets.FileDropper):
             self._drop(f"{base}: the upload arrived malformed (chunk {chunk} of {total}); try again")
             return
         if chunk == 1:
-            self._file_buffer.clear()
-            self._file_buffer[name] = []
+            self._discard()
+            self._count += 1
+            path = os.path.join(self.spool_folder(), f"upload-{self._count}")
+            self._spool = (name, path, open(path, "wb"))
             self._received = 0
             self.refused = ""
-        elif name not in self._file_buffer or len(self._file_buffer[name]) != chunk - 1:
+            self._chunks = 0
+        elif self._spool is None or self._spool[0] != name or self._chunks != chunk - 1:
             self._drop(f"{base}: the upload arrived out of order (chunk {chunk} of {total}); try again")
             return
         self._received += len(payload)
@@ -157,14 +195,19 @@ class LabDropper(pn.widgets.FileDropper):
             self._drop(f"{base}: over the {self.limit_bytes / 1e6:.0f} MB upload limit; run `lowprec analyze "
                        f"{base}` on your machine instead")
             return
-        self._file_buffer[name].append(bytes(payload))
+        assert self._spool is not None
+        self._spool[2].write(payload)
+        self._chunks = chunk
         if chunk < total:
             return
-        content = b"".join(self._file_buffer.pop(name))
+        _, path, fh = self._spool
+        fh.close()
+        self._spool = None
         self._received = 0
         self.refused = ""
         self.mime_type = {name: str(data.get("type", ""))}
-        self.value = {name: content}  # bytes whatever the MIME type says (Panel decodes text/* ones)
+        self.received = None
+        self.received = (name, path)
 
 
 @config_widget(LabConfig)
@@ -198,7 +241,7 @@ class RecipeLab(pn.viewable.Viewer):
         # Chromium leaves empty for these files; the server checks the name and the content
         self._dropper = LabDropper(max_file_size=limit.replace(" ", ""), multiple=False,
                                    sizing_mode="stretch_width", height=110, stylesheets=[DROPPER_CSS])
-        self._dropper.param.watch(self._on_upload, "value")
+        self._dropper.param.watch(self._on_received, "received")
         self._dropper.param.watch(self._on_refused, "refused")
         self._use_sample = pn.widgets.Button(label="Use the sample instead", visible=False)
         self._use_sample.on_click(self._on_use_sample)
@@ -222,12 +265,36 @@ class RecipeLab(pn.viewable.Viewer):
     def _source(self) -> Source:
         return self._upload_source if self._upload_source is not None else ("sample", self.config().sample)
 
-    def _on_upload(self, event: param.parameterized.Event) -> None:
-        files = dict(event.new or {})
-        if not files:
-            return
-        filename, data = list(files.items())[-1]
-        self.load_file(filename, data)
+    def _on_received(self, event: param.parameterized.Event) -> None:
+        if event.new:
+            filename, path = event.new
+            self.load_path(filename, path)
+
+    def load_path(self, filename: str, path: str) -> bool:
+        """Analyse an upload the dropper wrote to `path` (what a drop does; the file is moved into this
+        widget's folder, never read into the server's memory when served); on failure say why and
+        keep the last view."""
+        try:
+            size = os.path.getsize(path)
+            if size > UPLOAD_LIMIT_BYTES:
+                raise ValueError(f"{_base(filename)}: {size / 1e6:.1f} MB is over the {UPLOAD_LIMIT_BYTES / 1e6:.0f} MB "
+                                 f"upload limit; run `lowprec analyze {_base(filename)}` on your machine instead")
+            with open(path, "rb") as fh:
+                head = fh.read(4096)
+            _, suffix = upload_kind(filename, head)
+        except (ValueError, TypeError, OSError) as exc:
+            _remove(path)
+            return self._fail(exc if not isinstance(exc, OSError) else ValueError(f"{_base(filename)}: {exc.strerror}"))
+        doc = work.served_document()
+        if doc is None:  # a notebook: as load_file
+            with open(path, "rb") as fh:
+                data = fh.read()
+            _remove(path)
+            return self.load_file(filename, data)
+        target = os.path.join(self._upload_folder(), f"upload-{self._generation + 1}{suffix}")
+        os.replace(path, target)
+        self._submit(doc, ("upload", filename, target))
+        return True
 
     def _on_refused(self, event: param.parameterized.Event) -> None:
         if event.new:
@@ -331,6 +398,8 @@ class RecipeLab(pn.viewable.Viewer):
         generation = self._generation
         work.post_generation(self._slot, generation)
         config = self.config()
+        if source[0] == "upload" and source != self._upload_source:  # a new file: its first tensor in detail
+            config = dataclasses.replace(config, tensor="")
         reuse = self.view_data.report if source == self._view_source else None  # run_lab checks its recipes
         self._busy.value = True
 
@@ -347,7 +416,7 @@ class RecipeLab(pn.viewable.Viewer):
                 return  # superseded: a newer run owns the view and the indicator
             self._busy.value = False
             if outcome.error is not None:
-                if data is not None:
+                if source[0] == "upload" and source != self._upload_source:
                     self._forget_uploads(keep=None if self._upload_source is None else self._upload_source[2])
                 if isinstance(outcome.error, (ValueError, TypeError)):
                     self._fail(outcome.error)
@@ -355,7 +424,7 @@ class RecipeLab(pn.viewable.Viewer):
                 self._fail(RuntimeError(f"internal error ({type(outcome.error).__name__}); see the server log"))
                 raise outcome.error
             if source[0] == "upload":
-                if data is not None:
+                if source != self._upload_source:  # a new file: its first tensor in detail
                     with param.parameterized.discard_events(self):
                         self.tensor = ""
                 self._upload_source = source
