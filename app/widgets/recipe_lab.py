@@ -21,7 +21,6 @@ upload only as a file in a private folder, removed with the widget. In a noteboo
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import os
 import shutil
@@ -399,7 +398,7 @@ class RecipeLab(pn.viewable.Viewer):
         work.post_generation(self._slot, generation)
         config = self.config()
         if source[0] == "upload" and source != self._upload_source:  # a new file: its first tensor in detail
-            config = dataclasses.replace(config, tensor="")
+            config = config.replace(tensor="")
         reuse = self.view_data.report if source == self._view_source else None  # run_lab checks its recipes
         self._busy.value = True
 
