@@ -36,6 +36,7 @@ from bokeh.models import ColumnDataSource
 from lowprec.app import work
 from lowprec.app.lab_jobs import Source
 from lowprec.app.params import config_widget, widget_config
+from lowprec.config import from_mapping
 from lowprec.app.text import as_text
 from lowprec.app.theme import wrap_row
 from lowprec.app.plots.lab import (
@@ -398,7 +399,7 @@ class RecipeLab(pn.viewable.Viewer):
         work.post_generation(self._slot, generation)
         config = self.config()
         if source[0] == "upload" and source != self._upload_source:  # a new file: its first tensor in detail
-            config = config.replace(tensor="")
+            config = from_mapping(LabConfig, {**config.to_dict(), "tensor": ""})  # type: ignore[attr-defined]
         reuse = self.view_data.report if source == self._view_source else None  # run_lab checks its recipes
         self._busy.value = True
 
