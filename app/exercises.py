@@ -53,9 +53,8 @@ import param
 from panel.custom import Child, Children
 
 from lowprec import strictjson
-from lowprec.app.lesson_blocks import Answer, ExerciseBlock, ExplanationBlock, PredictionBlock
+from lowprec.app.lesson_blocks import Answer, ExerciseBlock, ExplanationBlock, LabBlock, PredictionBlock
 from lowprec.app.lesson_labs import LABS, lab_data
-from lowprec.app.lessons import LabBlock
 from lowprec.formats import code_table, get_format, power_of_two_text
 from lowprec.formats.challenge import grouped_bits, number_text
 from lowprec.formats.explain import bit_fields

@@ -66,6 +66,7 @@ __all__ = [
     "BLOCK_KINDS",
     "ExerciseBlock",
     "ExplanationBlock",
+    "LabBlock",
     "PredictionBlock",
     "RawBlock",
     "check_response",
@@ -173,6 +174,18 @@ class ExplanationBlock:
     id: str
     text: str
     line: int = 1
+
+
+@dataclass(frozen=True)
+class LabBlock:
+    """A lab placed by `::: lab NAME key=value`: a lesson component whose data `LABS[name]`'s builder
+    computes (with `params`), drawn in the browser. `locked_by` is the id of the prediction it
+    answers (the lab stays hidden until it is answered), "" when none."""
+
+    name: str
+    params: dict[str, str | int | float | bool] = field(default_factory=dict)
+    line: int = 1
+    locked_by: str = ""
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,7 @@ from .lesson_files import DEFAULT_ROOT, LessonFolderError, check_lesson_folder, 
 from .lesson_labs import LABS
 from .lesson_blocks import (
     CLOSE_RE,
+    LabBlock,
     OPEN_RE,
     BlockError,
     ExerciseBlock,
@@ -136,18 +137,6 @@ class Objective:
 
     text: str
     checked_by: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class LabBlock:
-    """A lab placed by `::: lab NAME key=value`: a lesson component whose data `LABS[name]`'s builder
-    computes (with `params`), drawn in the browser. `locked_by` is the id of the prediction it
-    answers (the lab stays hidden until it is answered), "" when none."""
-
-    name: str
-    params: dict[str, "ParamValue"] = field(default_factory=dict)
-    line: int = 1
-    locked_by: str = ""
 
 
 @dataclass(frozen=True)

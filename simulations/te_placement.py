@@ -68,8 +68,7 @@ __all__ = [
 #: what wraps the `te.checkpoint` call
 OUTSIDE = ("te.autocast(enabled=True)", "te.autocast(enabled=False)", "nothing")
 #: what the checkpointed function opens around its FP8 module(s)
-INSIDE = ("nothing", "te.autocast(enabled=True) around both modules",
-          "te.autocast(enabled=True) around module A only")
+INSIDE = ("nothing", "te.autocast(True) around A and B", "te.autocast(True) around A only")
 #: the stash gate: latched at checkpoint entry (before the fix) or read live (after it)
 GATES = ("entry", "live")
 #: the three named placements as (outside, inside)

@@ -298,7 +298,7 @@ button:focus-visible, input:focus-visible, .lp-bit:focus-visible {
   align-items: center; margin: 8px 0; }
 .lp-classify select, .lp-lab select { font: inherit; padding: 3px 4px; max-width: 100%; }
 .lp-lab { border-left-color: #0b7285; }
-.lp-lab .lp-controls { display: grid; grid-template-columns: repeat(auto-fit, minmax(15em, 1fr)); gap: 8px 14px;
+.lp-lab .lp-controls { display: grid; grid-template-columns: repeat(auto-fill, minmax(15em, 1fr)); gap: 8px 14px;
   margin: 8px 0; }
 .lp-lab .lp-controls label { display: flex; flex-direction: column; gap: 2px; font-weight: 600; }
 .lp-lab pre { background: #f1f3f5; padding: 8px 10px; border-radius: 4px; overflow-x: auto; font-size: 13px;
