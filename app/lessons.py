@@ -411,10 +411,15 @@ def parse_lab(text: str, path: Path | None = None, line: int = 1) -> LabBlock:
     return LabBlock(name, params, line)
 
 
+#: what a bin link may set besides the format and the value: the explorer's controls that stay live
+#: on an exported page too (`app/static/offline/binexplorer.js` reads them from the address)
+BIN_LINK_PARAMS = ("convention",)
+
+
 def bin_link(target: str) -> str:
-    """The bin explorer's address for a `bin:FORMAT/VALUE[?key=value&...]` link target: the widget
-    page with its URL state (`format`, `value` and any other parameter of the explorer), so the
-    link is shareable. Raises ValueError for an unknown format or parameter."""
+    """The bin explorer's address for a `bin:FORMAT/VALUE[?convention=NAME]` link target: the widget
+    page with its URL state (`format`, `value`, `convention`), so the link is shareable and works
+    served and exported. Raises ValueError for an unknown format, convention or parameter."""
     from lowprec.formats import get_format
 
     spec, _, query = target.partition("?")
@@ -423,10 +428,14 @@ def bin_link(target: str) -> str:
         raise ValueError(f"a bin link is bin:FORMAT/VALUE, got bin:{target}")
     name = get_format(fmt).name  # ValueError for an unknown format
     params = {"format": name, "value": value}
-    allowed = WIDGET_PARAMS["BinExplorer"]
     for key, val in parse_qsl(query, keep_blank_values=True):
-        if key not in allowed or key in params:
-            raise ValueError(f"bin link parameter {key!r} is not one of the bin explorer's: {', '.join(allowed)}")
+        if key not in BIN_LINK_PARAMS or key in params:
+            raise ValueError(f"bin link parameter {key!r} is not one of {', '.join(BIN_LINK_PARAMS)}")
+        if key == "convention":
+            from lowprec.formats.conventions import CONVENTIONS
+
+            if val not in CONVENTIONS:
+                raise ValueError(f"bin link convention {val!r} is not one of {', '.join(CONVENTIONS)}")
         params[key] = val
     return f"{BIN_EXPLORER_ROUTE}?{urlencode(params, quote_via=quote, safe='')}"
 
@@ -562,7 +571,7 @@ def render_blocks(
             resolver = _default_resolver()
         # a lesson file (NN-slug.md) refers to its own course; anything else to the installed one
         folder = (lesson.path.parent if lesson.path is not None and re.match(r"^\d+-", lesson.path.name)
-                  else None)
+                  and lesson.path.is_file() else None)
         return _resolve_line(value, resolver, _where(lesson.path, line_no), folder)
 
     open_prediction = ""  # the prediction a lab that follows it answers

@@ -308,3 +308,34 @@ def test_labs_exported_opened_from_disk(exported: str, browser: Any, course: Pat
         walk(lesson, "exported")
     finally:
         lesson.close()
+
+
+@pytest.fixture(scope="module")
+def exported_explorer(tmp_path_factory: pytest.TempPathFactory) -> str:
+    from lowprec.app.export import export
+
+    (page,) = export(tmp_path_factory.mktemp("explorer"), ["widget/BinExplorer"])
+    return str(page.path.as_uri())
+
+
+def test_a_shared_bin_link_opens_the_exported_explorer_on_its_value(exported_explorer: str, browser: Any) -> None:
+    """A lesson's bin link, exported (`../widget/BinExplorer.html?format=…&value=…&convention=…`): the
+    offline explorer reads the address and shows the model's cast of that value."""
+    from lowprec.formats import explain_cast
+
+    url = exported_explorer + "?format=E4M3FN&value=-27&convention=torch"
+    want = explain_cast("-27", "E4M3FN", "torch")
+    page = LabsPage(browser, url, Path("."))
+    try:
+        page.page.goto(url)
+        box = page.page.get_by_role("textbox").first
+        wait_until(lambda: box.input_value() == "-27", timeout=120)
+        hexcode = f"0x{int(want.code):02X}"
+        wait_until(lambda: page.page.get_by_text(hexcode).count() > 0, timeout=120)
+        # without the address's state the page shows its own default value, not this one
+        page.page.goto(exported_explorer)
+        page.page.wait_for_timeout(1500)
+        assert page.page.get_by_role("textbox").first.input_value() != "-27"
+        page.check_clean()
+    finally:
+        page.close()
