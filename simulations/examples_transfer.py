@@ -1074,3 +1074,83 @@ def telemetry_effective() -> Example:
 TORCH_EXAMPLES["defect_hunt"] = defect_hunt
 TORCH_EXAMPLES["telemetry_effective"] = telemetry_effective
 EXAMPLES["quantizer_api"] = quantizer_api
+
+
+# ------------------------------------------------------------------------------------------------
+# seed 002's checks: the Hadamard transform, renormalisation, isolating casts, communication
+# ------------------------------------------------------------------------------------------------
+
+
+def hadamard_spread() -> Example:
+    """A block of 16 that is zero but for one value 8, through Transformer Engine's random Hadamard
+    transform (x · diag(d) · S_16 / 4): the largest magnitude after it, and NVFP4's block scale."""
+    from .quant.rht import apply_rht, rht_matrix
+
+    x = np.zeros((1, 16), dtype=np.float32)
+    x[0, 5] = 8.0
+    y = np.asarray(apply_rht(x, rht_matrix("transformer_engine")), dtype=np.float64)
+    return _ex("hadamard_spread", "One outlier through a 16-point random Hadamard transform",
+               "lowprec.simulations.quant.rht.apply_rht with rht_matrix('transformer_engine') on a block "
+               "zero but for x[5] = 8",
+               {"amax_before": 8.0, "amax_after": float(np.max(np.abs(y))),
+                "min_after": float(np.min(np.abs(y))), "energy_kept": float(np.sum(y * y) / 64.0)},
+               "amax_after")
+
+
+def renormalized_output() -> Example:
+    probs = [0.6, 0.3, 0.1]
+    values = [Fraction(0), Fraction(2), Fraction(10)]
+    rounded = [Fraction(_q1(p, E4M3FN)) for p in probs]
+    mass = sum(rounded, Fraction(0))
+    plain = sum((p * v for p, v in zip(rounded, values)), Fraction(0))
+    renorm = plain / mass
+    return _ex("renormalized_output", "A rounded probability row divided by its own sum",
+               "[0.6, 0.3, 0.1] rounded to E4M3FN (nearest-even), dot [0, 2, 10], divided by the rounded "
+               "row's sum; exact Fractions",
+               {"mass": float(mass), "plain": float(plain), "renormalized": float(renorm), "exact": 1.6},
+               "renormalized", digits={"renormalized": 6})
+
+
+def isolate_casts() -> Example:
+    o = [Fraction(3, 10**7), Fraction(-4, 10**7)]
+    o_hat = [o[0] + Fraction(1, 10**7), o[1]]
+    eps = Fraction(1, 10**6)
+    err = sum(((a - b) ** 2 for a, b in zip(o_hat, o)), Fraction(0))
+    norm = Fraction(5, 10**7)  # ‖O‖ = 5e-7 exactly (3-4-5)
+    assert sum((a * a for a in o), Fraction(0)) == norm * norm
+    err_norm = Fraction(1, 10**7)  # ‖Ô − O‖ = 1e-7 exactly
+    assert err == err_norm * err_norm
+    return _ex("isolate_casts", "A relative error with a floor in its denominator",
+               "‖Ô − O‖ / max(‖O‖, ε) with O = [3e-7, −4e-7], Ô = O + [1e-7, 0], ε = 1e-6; exact Fractions",
+               {"with_floor": float(err_norm / max(norm, eps)), "without_floor": float(err_norm / norm)},
+               "with_floor")
+
+
+def shared_scale_binades() -> Example:
+    from .delayed import scale_from_amax
+
+    own = scale_from_amax(3.0, E4M3FN.max, 0, 1.0)
+    shared = scale_from_amax(max(3.0, 96.0), E4M3FN.max, 0, 1.0)
+    return _ex("shared_scale_binades", "One scale shared by two ranks",
+               "encode scales 448 / amax (simulations.delayed.scale_from_amax) for rank A alone (amax 3) and for "
+               "the group (the max of 3 and 96): log2 of their ratio",
+               {"own": own, "shared": shared, "binades": round(math.log2(own / shared))}, "binades")
+
+
+def gemma_audio() -> Example:
+    before_mb, after_mb, before_params, after_params = 390, 87, 680, 305  # reported inputs (MB, millions)
+    bits_before = Fraction(before_mb * 8, before_params)
+    bits_after = Fraction(after_mb * 8, after_params)
+    return _ex("gemma_audio", "A reported size reduction split into architecture and precision",
+               "390 → 87 MB against a 680M-parameter older encoder and the new 305M one: bits per parameter "
+               "= MB × 8 / millions of parameters",
+               {"total_factor": float(Fraction(before_mb, after_mb)), "params_factor": float(Fraction(before_params, after_params)),
+                "bits_before": float(bits_before), "bits_after": float(bits_after),
+                "precision_factor": float(bits_before / bits_after)},
+               "precision_factor", digits={"total_factor": 2, "params_factor": 2, "bits_before": 2, "bits_after": 2,
+                                           "precision_factor": 2})
+
+
+EXAMPLES.update({"hadamard_spread": hadamard_spread, "renormalized_output": renormalized_output,
+                 "isolate_casts": isolate_casts, "shared_scale_binades": shared_scale_binades,
+                 "gemma_audio": gemma_audio})

@@ -622,7 +622,27 @@ def e5m2_first_inf() -> float:
     return mid
 
 
+def hadamard_amax() -> float:
+    """One value 8 through diag(d) · S / 4 with ±1 signs: each output is ±8 / 4 (Sylvester entries ±1)."""
+    s = np.array([[1.0]])
+    while s.shape[0] < 16:
+        s = np.block([[s, s], [s, -s]])
+    d = np.where(np.random.default_rng(3).random(16) < 0.5, -1.0, 1.0)  # any signs give the same amax
+    x = np.zeros(16)
+    x[5] = 8.0
+    return float(np.max(np.abs(x @ (d[:, None] * s) / 4)))
+
+
+def renormalized() -> float:
+    rounded = [Fraction(cast1(p, E4M3)) for p in (0.6, 0.3, 0.1)]
+    return float(sum((p * v for p, v in zip(rounded, (0, 2, 10))), Fraction(0)) / sum(rounded, Fraction(0)))
+
+
 TRANSFER_ORACLES: dict[str, Callable[[], Any]] = {
+    "example:hadamard_spread.amax_after": hadamard_amax,
+    "example:renormalized_output.renormalized": renormalized,
+    "example:isolate_casts.with_floor": lambda: float(Fraction(1, 10**7) / max(Fraction(5, 10**7), Fraction(1, 10**6))),
+    "example:shared_scale_binades.binades": lambda: round(math.log2(te_scale(3.0, 1.0) / te_scale(96.0, 1.0))),
     "example:precision_label.classes": precision_label,
     "example:decode_traffic.traffic_ratio": decode_traffic,
     "example:e3m2_facts.max": lambda: e3m2("max"),
