@@ -290,6 +290,20 @@ def walk(lesson: LabsPage, name: str) -> None:
     assert hunt.get_attribute("data-case") == "D"
     _shot(page, f"{name}-hunt")
 
+    # the page's checker is lesson_blocks.check_response, for the new kinds too
+    from lowprec.app.lesson_blocks import check_response
+    from lowprec.app.lessons import ExerciseBlock, load_lessons, render_blocks
+
+    (probe,) = load_lessons(Path(lesson.course))
+    for block in [b for b in render_blocks(probe) if isinstance(b, ExerciseBlock)]:
+        right = str(block.answer.value)
+        responses = [right, " " + right.replace(" | ", "|") + " ", " | ".join(reversed(right.split(" | "))),
+                     right + " | extra", right.split(" | ")[0], "", "both E4M3FN | both E4M3FN | both E4M3FN",
+                     " | ".join(block.answer.choices)]
+        in_page = page.evaluate("([answer, rs]) => rs.map((r) => window.lowprecLesson.checkResponse(answer, r))",
+                                [block.answer.to_dict(), responses])
+        assert in_page == [check_response(block.answer, r) for r in responses], block.id
+
     assert _axe_problems(page) == []
     lesson.check_clean()
 

@@ -20,8 +20,9 @@ def test_bin_link_is_the_explorers_url_state() -> None:
     assert bin_link("E4M3FN/3.3") == "../widget/BinExplorer?format=E4M3FN&value=3.3"
     assert bin_link("e4m3fn/-27?convention=torch") == "../widget/BinExplorer?format=E4M3FN&value=-27&convention=torch"
     assert bin_link("BF16/0x1.8p3") == "../widget/BinExplorer?format=BF16&value=0x1.8p3"
-    for bad in ("E4M3FN", "NOPE/1", "E4M3FN/1?decode_scale=2", "E4M3FN/1?convention=nope", "/1"):
-        with pytest.raises(ValueError):
+    for bad, why in (("E4M3FN", "bin:FORMAT/VALUE"), ("NOPE/1", "NOPE"), ("E4M3FN/1?decode_scale=2", "decode_scale"),
+                     ("E4M3FN/1?convention=nope", "nope"), ("/1", "bin:FORMAT/VALUE")):
+        with pytest.raises(ValueError, match=why):
             bin_link(bad)
 
 
