@@ -39,7 +39,7 @@ class LabEntry:
 
 _ENTRIES = (
     LabEntry("te-placement", "placement", "Where te.autocast and te.checkpoint sit",
-             "lowprec.simulations.te_placement:placement_lab", {"steps": 3}),
+             "lowprec.simulations.te_placement:placement_lab", {"steps": 3, "start": "outer"}),
     LabEntry("defect-hunt", "hunt", "Find the defect", "lowprec.simulations.defect_hunt:hunt_lab", {}),
 )
 

@@ -864,8 +864,15 @@ def fp8_tiles() -> Example:
     ratio_bucket = min({"about the same": 1.0, "about 1.4 times as large": 1.4, "about 3 times as large": 3.0}.items(),
                        key=lambda kv: abs(math.log(ratio / kv[1])))[0]
     changes = pow2.second_rounding_changes
-    change_bucket = ("none" if changes == 0 else "about 1 %" if changes < 0.05 else
-                     "about 30 %" if changes < 0.6 else "almost all")
+
+    def bucket(share: float) -> str:
+        return "none" if share == 0 else "about 1 %" if share < 0.05 else "about 30 %" if share < 0.6 else "almost all"
+
+    change_bucket = bucket(changes)
+    from .blocks import sample_tensor
+
+    wide = sample_tensor("lognormal", (256, 256), 0)  # ±exp(N(0, 2²)): magnitudes over many binades
+    wide_pow2 = transpose_requantization(wide, "fp8_1x128_pow2")
     # MXINT8 against MXFP8 (E4M3): error of the ordinary elements (every element but the planted ones)
     rng = np.random.default_rng(0)
     normal = rng.standard_normal((64, 256)).astype(np.float32)
@@ -895,6 +902,8 @@ def fp8_tiles() -> Example:
         "fp32_requantized": fp32.columns_requantized, "fp32_ratio": ratio, "fp32_ratio_bucket": ratio_bucket,
         "fp32_changes_pct": 100 * fp32.second_rounding_changes,
         "pow2_changes_pct": 100 * changes, "pow2_change_bucket": change_bucket,
+        "wide_changes_pct": 100 * wide_pow2.second_rounding_changes,
+        "wide_change_bucket": bucket(wide_pow2.second_rounding_changes),
         "pow2_from_source": pow2.columns_from_source, "pow2_requantized": pow2.columns_requantized,
         "int_fp_items": list(tensors), "int_fp_classes": classes,
         **{f"int8_err_{i}": errs[n]["mxint8"] for i, n in enumerate(tensors)},
@@ -906,9 +915,10 @@ def fp8_tiles() -> Example:
                "(seed 0) with fp8_1x128 and fp8_1x128_pow2; simulations.quant.quantize with mxint8 and "
                "mxfp8_e4m3 on 64 × 256 tensors (seed 0), error ‖x̂ − x‖ / ‖x‖ of the ordinary elements",
                values, "fp32_ratio_bucket",
-               units={"fp32_changes_pct": "%", "pow2_changes_pct": "%"},
+               units={"fp32_changes_pct": "%", "pow2_changes_pct": "%", "wide_changes_pct": "%"},
                digits={"te_fp32_decode_3": 6, "fp32_rows": 4, "fp32_from_source": 4, "fp32_requantized": 4,
                        "fp32_ratio": 2, "fp32_changes_pct": 1, "pow2_changes_pct": 1, "pow2_from_source": 4,
+                       "wide_changes_pct": 2,
                        "pow2_requantized": 4, **{f"{p}_err_{i}": 3 for p in ("int8", "fp8") for i in range(3)},
                        "ue8m0_zero_decode": 4})
 

@@ -433,10 +433,13 @@ def _case_key(case: PlacementCase) -> str:
                      case.gate, str(int(case.module_outside)), str(int(case.a_in_eval))])
 
 
-def placement_lab(steps: int = 3) -> dict[str, Any]:
+def placement_lab(steps: int = 3, start: str = "outer") -> dict[str, Any]:
     """Every arrangement of the lab (outside × inside × use_reentrant × gate × module outside ×
     A in eval), run for `steps` steps: the summary of each and its timeline as compact rows
-    `[step, phase, kind, text index, depth, grad, fp8]` over one table of texts. Strict-JSON ready."""
+    `[step, phase, kind, text index, depth, grad, fp8]` over one table of texts; `start` is the named
+    placement the lab opens with. Strict-JSON ready."""
+    if start not in PLACEMENTS:
+        raise ValueError(f"start={start!r} is not one of {', '.join(PLACEMENTS)}")
     texts: list[str] = []
     index: dict[str, int] = {}
     cases: dict[str, Any] = {}
@@ -456,6 +459,7 @@ def placement_lab(steps: int = 3) -> dict[str, Any]:
         cases[_case_key(case)] = {"summary": summary, "events": rows}
     return {"outside": list(OUTSIDE), "inside": list(INSIDE), "gates": list(GATES),
             "placements": {k: [OUTSIDE.index(v[0]), INSIDE.index(v[1])] for k, v in PLACEMENTS.items()},
+            "start": start,
             "steps": steps, "texts": texts, "cases": cases,
             "source": "Transformer Engine's PyTorch control flow as read from its source (commit d0067d0; "
                       "the stash gate before the fix: the parent of 731f242)"}

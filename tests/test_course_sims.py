@@ -84,6 +84,8 @@ def test_bad_arrangements_are_refused() -> None:
         PlacementCase(steps=0)
     with pytest.raises(ValueError, match="placement"):
         with_placement("sideways")
+    with pytest.raises(ValueError, match="start"):
+        placement_lab(steps=1, start="sideways")
     with pytest.raises(TypeError, match="PlacementCase"):
         run_placement("outer")  # type: ignore[arg-type]
 

@@ -212,6 +212,10 @@ def fp8_transpose(field: str) -> Any:
         ratio = err(two, x64.T) / err(src, x64.T)
         return min({"about the same": 1.0, "about 1.4 times as large": 1.4, "about 3 times as large": 3.0}.items(),
                    key=lambda kv: abs(math.log(ratio / kv[1])))[0]
+    if field == "wide":
+        from lowprec.simulations.blocks import sample_tensor
+
+        x = np.asarray(sample_tensor("lognormal", (256, 256), 0), dtype=F32)
     rows = _tiles_1x128(x, True).astype(F32)
     again = _tiles_1x128(rows.T.copy(), True)
     changed = float(np.mean(again != rows.T.astype(np.float64)))
@@ -660,7 +664,7 @@ TRANSFER_ORACLES: dict[str, Callable[[], Any]] = {
     "example:fp8_tiles.te_pow2_decode_3": lambda: te_tile_decode(3.0, True),
     "example:fp8_tiles.ue8m0_zero_exponent": lambda: ue8m0_exponent(0.0),
     "example:fp8_tiles.fp32_ratio_bucket": lambda: fp8_transpose("fp32"),
-    "example:fp8_tiles.pow2_change_bucket": lambda: fp8_transpose("pow2"),
+    "example:fp8_tiles.wide_change_bucket": lambda: fp8_transpose("wide"),
     "example:fp8_tiles.int_fp_classes": int_or_fp,
     "example:spike_questions_more.clipped_x4_pct": spike_x4_clipped,
     "example:spike_questions_more.window_steps": spike_window,

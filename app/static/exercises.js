@@ -660,8 +660,9 @@ function placementCode(data, c) {
 function renderPlacement(model, spec) {
   const data = spec.data
   const key = spec.key
-  const st = stateOf(key, () => ({c: {outside: "0", inside: "0", reentrant: "1", gate: "live", module: "0", eval: "0"},
-                                  answers: {}, shown: false}))
+  const first = data.placements[data.start] || [0, 0]
+  const st = stateOf(key, () => ({c: {outside: String(first[0]), inside: String(first[1]), reentrant: "1", gate: "live",
+                                      module: "0", eval: "0"}, answers: {}, shown: false}))
   const root = el("section", {class: "lp-box lp-lab", "data-lab": "te-placement", "aria-label": spec.title})
   const code = el("pre", {"aria-label": "The arrangement as code"})
   const result = el("div", {class: "lp-result", "aria-live": "polite"})
