@@ -159,3 +159,16 @@ def test_classify_answers_check_every_item() -> None:
     with pytest.raises(BlockError, match="'categories' goes with kind classify"):
         read_block("exercise", "q", ["kind: order", "prompt: p", "items: a | b | c", "categories: A | B",
                                      "answer: example:x.y", "hint: h", "solution: s"], 1)
+
+
+def test_torch_saturates_a_bf16_softmax_where_the_rounded_once_model_says() -> None:
+    """Lesson 3's prose: torch 2.13's CPU softmax of a BF16 tensor saturates [d, 0, 0] from the d at
+    which the exact softmax rounded once to BF16 reaches 1 (measured here on torch)."""
+    import torch
+
+    from lowprec.simulations.examples import example
+
+    d_torch = next(d for d in range(1, 40)
+                   if float(torch.softmax(torch.tensor([float(d), 0.0, 0.0], dtype=torch.bfloat16), 0)[0]) == 1.0)
+    assert example("softmax_more").values["bf16_once_d"] == d_torch
+    assert example("softmax_threshold").values["bf16_d"] != d_torch  # the op-by-op model differs
