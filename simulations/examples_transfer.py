@@ -1147,11 +1147,11 @@ def shared_scale_binades() -> Example:
                {"own": own, "shared": shared, "binades": round(math.log2(own / shared))}, "binades")
 
 
-def gemma_audio() -> Example:
+def audio_encoder_sizes() -> Example:
     before_mb, after_mb, before_params, after_params = 390, 87, 680, 305  # reported inputs (MB, millions)
     bits_before = Fraction(before_mb * 8, before_params)
     bits_after = Fraction(after_mb * 8, after_params)
-    return _ex("gemma_audio", "A reported size reduction split into architecture and precision",
+    return _ex("audio_encoder_sizes", "A reported size reduction split into architecture and precision",
                "390 → 87 MB against a 680M-parameter older encoder and the new 305M one: bits per parameter "
                "= MB × 8 / millions of parameters",
                {"total_factor": float(Fraction(before_mb, after_mb)), "params_factor": float(Fraction(before_params, after_params)),
@@ -1163,4 +1163,4 @@ def gemma_audio() -> Example:
 
 EXAMPLES.update({"hadamard_spread": hadamard_spread, "renormalized_output": renormalized_output,
                  "isolate_casts": isolate_casts, "shared_scale_binades": shared_scale_binades,
-                 "gemma_audio": gemma_audio})
+                 "audio_encoder_sizes": audio_encoder_sizes})
