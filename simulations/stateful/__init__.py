@@ -27,13 +27,12 @@ from .closed_forms import reduced_encode_scale, spike_clip_threshold, spike_clip
 from .config import StatefulConfig
 from .designs import (ACCUMULATE, DESIGNS, IDLE, RECOMPUTES, REDUCE, SCENARIOS, WEIGHT_READS, Design, contract,
                       designs_of, get_design)
-from .engine import run_stateful
+from .engine import initial_weights, layer_input, run_stateful
 from .result import ROLE_NAMES, ROLES, STEP_COLUMNS, StatefulResult
 
 __all__ = ["ACCUMULATE", "DESIGNS", "IDLE", "RECOMPUTES", "REDUCE", "ROLES", "ROLE_NAMES", "SCENARIOS", "SIMULATION",
            "STEP_COLUMNS", "WEIGHT_READS", "Design", "StatefulConfig", "StatefulResult", "contract", "designs_of",
-           "get_design",
-           "main", "reduced_encode_scale", "run_stateful", "simulate_stateful", "spike_clip_threshold",
+           "get_design", "initial_weights", "layer_input", "main", "reduced_encode_scale", "run_stateful", "simulate_stateful", "spike_clip_threshold",
            "spike_clipped_share"]
 
 

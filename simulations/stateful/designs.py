@@ -174,7 +174,9 @@ class AccumPerMicrobatch(Design):
     Source: Transformer Engine (PyTorch): the amax of each quantized tensor is staged in position 0
     of the module's `amax_history` and the update (reduction, roll, new scale) runs when the
     outermost `te.autocast` exits; Megatron-LM enters one per microbatch. An `amax_history_len` of H
-    then spans H microbatches (H / M optimizer steps with M microbatches).
+    then spans H microbatches (H / M optimizer steps with M microbatches), as the discussion of
+    NVIDIA/TransformerEngine #825 notes ("if the amax history length didn't match the number of grad
+    accumulation steps").
 
     Signature: M insertions and M advances per owner per step; no amax lost; the scale may change
     between the microbatches of one step (which the cached-weight designs depend on).
@@ -305,7 +307,9 @@ class DistOwnerGroup(Design):
     one scale); tensors a rank casts and consumes alone keep their local amax
 
     Source: Transformer Engine: `DelayedScaling(reduce_amax=True)` with `amax_reduction_group` the
-    ranks the tensor is sharded over; the bulk update kernel takes the reduced amax, so every rank
+    ranks the tensor is sharded over (NVIDIA/TransformerEngine #74 made the reduction over the
+    tensor-parallel group compulsory under sequence parallelism); the bulk update kernel takes the
+    reduced amax, so every rank
     inserts max_r A_r and computes the same scale. (TE reduces every tensor of the autocast in that
     group; a tensor consumed only by the rank that cast it does not need it, which the layer-1 input
     shows.)

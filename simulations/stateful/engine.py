@@ -50,7 +50,7 @@ from .config import StatefulConfig
 from .designs import Design, get_design
 from .result import ROLES, StatefulResult
 
-__all__ = ["run_stateful"]
+__all__ = ["initial_weights", "layer_input", "run_stateful"]
 
 ProgressFn = Callable[[int, int], None]
 _F32 = np.float32
@@ -96,6 +96,28 @@ class Pass:
     w1: list[np.ndarray]  # per rank: its row shard of W1 (empty when the expert idles)
 
 
+def initial_weights(config: StatefulConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(teacher A float64, W0 float32, W1 float32), each N(0, 1/width), from `default_rng([seed, 0])`."""
+    d = config.width
+    rng = np.random.default_rng([config.seed, 0])
+    teacher = rng.standard_normal((d, d)) / math.sqrt(d)
+    w0 = (rng.standard_normal((d, d)) / math.sqrt(d)).astype(_F32)
+    w1 = (rng.standard_normal((d, d)) / math.sqrt(d)).astype(_F32)
+    return teacher, w0, w1
+
+
+def layer_input(config: StatefulConfig, step: int, microbatch: int) -> np.ndarray:
+    """The layer input X [rows, width] (float32) of one microbatch: N(0, 1) from
+    `default_rng([seed, 1, step, microbatch])`, the spike rank's row shard × spike where
+    `config.spike_at(step, microbatch)` (the shards are `numpy.array_split` of the rows)."""
+    x = np.random.default_rng([config.seed, 1, step, microbatch]).standard_normal((config.rows, config.width))
+    x = x.astype(_F32)
+    if config.spike_at(step, microbatch):
+        rows = np.array_split(np.arange(config.rows), config.ranks)[config.spike_rank]
+        x[rows] *= _F32(config.spike)
+    return x
+
+
 def _decode_of(encode_scale: float) -> float:
     """TE's scale_inv: float32(1 / encode_scale)."""
     return float(_F32(1.0 / encode_scale))
@@ -108,8 +130,9 @@ def _same(a: np.ndarray, b: np.ndarray) -> bool:
 
 
 class _Machine:
-    def __init__(self, c: StatefulConfig, design: type[Design]) -> None:
+    def __init__(self, c: StatefulConfig, design: type[Design], keep: bool = False) -> None:
         self.c = c
+        self.keep = keep
         self.d = design
         self.fmt: FloatFormat = resolve_format(c.format)
         self.policy = CastPolicy(overflow=Overflow(c.overflow))
@@ -230,8 +253,8 @@ class _Machine:
 
     # -- the passes ---------------------------------------------------------------------------------
     def forward(self, X: np.ndarray, W0: np.ndarray, W1: np.ndarray, t: int, k: int,
-                expert: bool) -> tuple[Pass, np.ndarray, list[Operand]]:
-        """The forward of microbatch k: its operands, the output Y and the layer-0 input's shards."""
+                expert: bool) -> tuple[Pass, np.ndarray, np.ndarray]:
+        """The forward of microbatch k: its operands, the output Y and the layer-0 output H."""
         res, R = self.res, self.R
         w0, w0_pair = self.weights("w0", [W0[:, cols] for cols in self.cols], t, k)
         xs = [self.cast("x0", r, X[self.rows[r]], t, k) for r in range(R)]
@@ -254,13 +277,13 @@ class _Machine:
             res.output_error[t] = max(res.output_error[t],
                                       float(np.max(np.abs(H - exact))) / top if top > 0 else 0.0)
         if not expert:
-            return Pass(x_read, [op.values for op in w0], [], []), H, xs
+            return Pass(x_read, [op.values for op in w0], [], []), H, H
         w1, _ = self.weights("w1", [W1[cols, :] for cols in self.cols], t, k)
         hs = [self.cast("h1", r, H[:, cols].astype(_F32), t, k) for r, cols in enumerate(self.cols)]
         for op in hs:
             self.read(t, op.encode_scale, op.decode_scale)
         Y = sum((hs[r].values @ w1[r].values for r in range(R)), np.zeros((X.shape[0], W1.shape[1])))
-        return Pass(x_read, [op.values for op in w0], [op.values for op in hs], [op.values for op in w1]), Y, xs
+        return Pass(x_read, [op.values for op in w0], [op.values for op in hs], [op.values for op in w1]), Y, H
 
     def recompute(self, fwd: Pass, fwd_h: list[float], X: np.ndarray, W0: np.ndarray, W1: np.ndarray,
                   expert: bool) -> Pass:
@@ -315,10 +338,7 @@ class _Machine:
     # -- the run ------------------------------------------------------------------------------------
     def run(self, progress: ProgressFn | None) -> StatefulResult:
         c, res, d = self.c, self.res, self.c.width
-        rng = np.random.default_rng(c.seed)
-        teacher = rng.standard_normal((d, d)) / math.sqrt(d)
-        W0 = (rng.standard_normal((d, d)) / math.sqrt(d)).astype(_F32)
-        W1 = (rng.standard_normal((d, d)) / math.sqrt(d)).astype(_F32)
+        teacher, W0, W1 = initial_weights(c)
         for t in range(self.T):
             expert = (not self.d.expert) or t % c.run_every == 0
             res.expert_ran[t] = expert
@@ -326,11 +346,11 @@ class _Machine:
             r0, r1 = np.zeros((d, d)), np.zeros((d, d))
             losses = []
             for k in range(self.M):
-                X = rng.standard_normal((c.rows, d)).astype(_F32)
-                if c.spike_at(t, k):
-                    X[self.rows[c.spike_rank]] *= _F32(c.spike)
+                X = layer_input(c, t, k)
                 target = X.astype(np.float64) @ teacher
-                fwd, Y, _ = self.forward(X, W0, W1, t, k, expert)
+                fwd, Y, H = self.forward(X, W0, W1, t, k, expert)
+                if self.keep:
+                    res.outputs[(t, k)] = {"x": X, "w0": W0.copy(), "w1": W1.copy(), "layer0": H, "y": Y}
                 fwd_h = [float(res.scale_used[t, k, r, ROLES.index("h1")]) for r in range(self.R)]
                 with np.errstate(over="ignore", invalid="ignore"):
                     diff = Y - target
@@ -377,11 +397,14 @@ class _Machine:
         return res
 
 
-def run_stateful(config: StatefulConfig, progress: ProgressFn | None = None) -> StatefulResult:
-    """Run the design `config.variant` over the configured training run (module docstring)."""
+def run_stateful(config: StatefulConfig, progress: ProgressFn | None = None, *,
+                 keep_outputs: bool = False) -> StatefulResult:
+    """Run the design `config.variant` over the configured training run (module docstring).
+    `keep_outputs`: keep every microbatch's input, weights, layer-0 output and output in
+    `result.outputs` (for tests and notebooks; not written to JSON)."""
     if not isinstance(config, StatefulConfig):
         raise TypeError(f"config must be a StatefulConfig, got {type(config).__name__}")
     start = time.perf_counter()
-    result = _Machine(config, get_design(config.variant)).run(progress)
+    result = _Machine(config, get_design(config.variant), keep_outputs).run(progress)
     result.elapsed_s = time.perf_counter() - start
     return result

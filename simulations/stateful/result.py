@@ -78,6 +78,8 @@ class StatefulResult:
     amax_seen: np.ndarray  # amax of the cast tensor
     clipped: np.ndarray  # clipped fraction of the cast tensor
     final_history: dict[str, list[float]] = field(default_factory=dict)  # rank 0's histories at the end
+    #: with `run_stateful(keep_outputs=True)`: (step, microbatch) → x, w0, w1, layer0 (H), y
+    outputs: dict[tuple[int, int], dict[str, np.ndarray]] = field(default_factory=dict)
     elapsed_s: float = 0.0
 
     @classmethod
