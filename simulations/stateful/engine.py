@@ -190,11 +190,13 @@ class _Machine:
         codes = formats.encode(np.asarray(x, dtype=_F32), BF16, CastPolicy())
         return formats.decode(codes, BF16).astype(np.float64)
 
-    def read(self, t: int, encode_scale: float, decode_scale: float) -> None:
-        """Count one consumer read; unpaired when its decode scale is not float32(1 / encode scale)."""
+    def read(self, t: int, role: str, encode_scale: float, decode_scale: float) -> None:
+        """Count one consumer read of `role`; unpaired when its decode scale is not float32(1 /
+        encode scale)."""
         self.res.reads[t] += 1
         if decode_scale != _decode_of(encode_scale):
             self.res.unpaired[t] += 1
+            self.res.unpaired_by_role[t, ROLES.index(role)] += 1
 
     def weights(self, role: str, shards: list[np.ndarray], t: int, k: int) -> tuple[list[Operand], list[Operand]]:
         """Every rank's weight operand for microbatch k as its consumer reads it, and as its pair
@@ -211,7 +213,7 @@ class _Machine:
                 op = pair = self.cast(role, r, w, t, k)
                 if self.d.cache_weights:
                     self.cache[(role, r)] = op
-            self.read(t, op.encode_scale, op.decode_scale)
+            self.read(t, role, op.encode_scale, op.decode_scale)
             read.append(op)
             paired.append(pair)
         return read, paired
@@ -264,7 +266,7 @@ class _Machine:
         for c, cols in enumerate(self.cols):
             dc = xs[c].decode_scale  # rank c decodes every gathered shard with its own scale
             for op in xs:
-                self.read(t, op.encode_scale, dc)
+                self.read(t, "x0", op.encode_scale, dc)
             xc = np.concatenate([op.raw * dc for op in xs])
             x_read.append(xc)
             H[:, cols] = xc @ w0[c].values
@@ -281,7 +283,7 @@ class _Machine:
         w1, _ = self.weights("w1", [W1[cols, :] for cols in self.cols], t, k)
         hs = [self.cast("h1", r, H[:, cols].astype(_F32), t, k) for r, cols in enumerate(self.cols)]
         for op in hs:
-            self.read(t, op.encode_scale, op.decode_scale)
+            self.read(t, "h1", op.encode_scale, op.decode_scale)
         Y = sum((hs[r].values @ w1[r].values for r in range(R)), np.zeros((X.shape[0], W1.shape[1])))
         return Pass(x_read, [op.values for op in w0], [op.values for op in hs], [op.values for op in w1]), Y, H
 

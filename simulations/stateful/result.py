@@ -65,6 +65,7 @@ class StatefulResult:
     output_error: np.ndarray  # max |H − X·W0| / max |X·W0| (quantization and mis-scaling)
     expected_insertions: np.ndarray  # int: the insertions the corrected rule makes for this schedule
     # per step and role [T, 4]
+    unpaired_by_role: np.ndarray
     clipped_count: np.ndarray
     cast_count: np.ndarray
     # per step, role and rank [T, 4, R]
@@ -88,7 +89,7 @@ class StatefulResult:
         zi = lambda *shape: np.zeros(shape, dtype=np.int64)  # noqa: E731
         zb = lambda: np.zeros(T, dtype=bool)  # noqa: E731
         return cls(c, design, fmt.name, _nan(T), _nan(T), _nan(T), zb(), zb(), zb(), zb(), zi(T), zi(T), zi(T),
-                   zi(T), np.zeros(T), np.zeros(T), zi(T), zi(T, n), zi(T, n), zi(T, n, R), zi(T, n, R),
+                   zi(T), np.zeros(T), np.zeros(T), zi(T), zi(T, n), zi(T, n), zi(T, n), zi(T, n, R), zi(T, n, R),
                    zi(T, n, R), _nan(T, n, R), _nan(T, n, R), _nan(T, M, R, n), _nan(T, M, R, n), _nan(T, M, R, n))
 
     # -- derived ------------------------------------------------------------------------------------
@@ -356,6 +357,7 @@ class StatefulResult:
                 "expected_insertions": int(self.expected_insertions.sum()),
                 "reads": int(self.reads.sum()),
                 "unpaired_reads": int(self.unpaired.sum()),
+                "unpaired_reads_by_role": {role: int(self.unpaired_by_role[:, i].sum()) for i, role in enumerate(ROLES)},
                 "recompute_operands": int(self.recompute_operands.sum()),
                 "recompute_mismatches": int(self.recompute_mismatches.sum()),
             },
