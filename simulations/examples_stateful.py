@@ -60,7 +60,7 @@ def whose_amax_accumulation() -> Example:
     values: dict[str, Value] = {
         "outcome": outcome,
         "spikes": len(spikes),
-        "spike_steps": [float(t) for t in spikes],
+        "spike_steps": ", ".join(map(str, spikes[:-1])) + f" and {spikes[-1]}",
         "last_clipped": len(clipped_last),
         "window_clipped": len(clipped_window),
         "inserted_last": float(last.inserted[t0, X0, 0]),

@@ -31,7 +31,7 @@ from lowprec.simulations.stateful import ROLE_NAMES
 from .style import CURRENT_COLOR, DELAYED_COLOR, ERROR_COLOR, HIGHLIGHT_COLOR, SERIES_PALETTE
 from .widget_heatmap import ZERO_COLOR
 
-__all__ = ["stateful_figure", "stateful_figures", "stateful_sources"]
+__all__ = ["amax_title", "stateful_figure", "stateful_figures", "stateful_sources"]
 
 #: log2 of a mis-scaling factor, clamped to ±5 binades, onto a diverging palette (paired: grey)
 _FACTOR_PALETTE = PuOr11
@@ -77,15 +77,24 @@ def stateful_sources(result: Any) -> dict[str, dict[str, list[Any]]]:
             "skipped": {"step": skipped_steps, "y": [top] * len(skipped_steps)}, "reads": reads}
 
 
+def amax_title(focus_name: str) -> str:
+    """The amax figure's title for a focus tensor."""
+    return f"{focus_name}: amax observed (dots) vs the amax its scale was sized for (orange)"
+
+
 def stateful_figures(sources: dict[str, ColumnDataSource], focus_name: str = "focus tensor",
-                     width: int = 640) -> Any:
-    """The five figures over the sources, built once (the widget replaces their columns)."""
+                     width: int = 640) -> tuple[Any, Any]:
+    """The five figures over the sources, built once (the widget replaces their columns); returns
+    (layout, the amax figure, whose title names the focus tensor)."""
     tools = "pan,wheel_zoom,reset"
-    amax = figure(title=f"{focus_name}: amax observed (dots) vs the amax its scale was sized for (steps)",
+    amax = figure(title=amax_title(focus_name),
                   width=width, height=240, x_axis_label="step (microbatches between)", y_axis_label="amax",
                   y_axis_type="log", tools=tools)
     amax.step("x", "sized_for", source=sources["windows"], mode="after", color=DELAYED_COLOR, line_width=2,
               legend_label="sized for")
+    # a window whose neighbours cast nothing (a cached weight, an idle module) has no step to draw
+    amax.scatter("x", "sized_for", source=sources["windows"], marker="dash", size=10, line_width=3,
+                 color=DELAYED_COLOR, legend_label="sized for")
     amax.scatter("x", "observed", source=sources["windows"], color=ERROR_COLOR, size=5, legend_label="observed")
     amax.scatter("x", "observed", source=sources["clips"], marker="x", color=DELAYED_COLOR, size=12, line_width=3,
                  legend_label="clipped")
@@ -130,8 +139,9 @@ def stateful_figures(sources: dict[str, ColumnDataSource], focus_name: str = "fo
     grad.scatter("step", "y", source=sources["skipped"], marker="x", size=12, color=DELAYED_COLOR, line_width=3)
     grad.add_tools(HoverTool(tooltips=[("step", "@step"), ("gradient norm", "@grad_norm{0.0000e}"),
                                        ("off the forward's gradient by", "@grad_mismatch{0.000e}")]))
-    return column(amax, row(trans, checks, sizing_mode="stretch_width"),
-                  row(reads, grad, sizing_mode="stretch_width"), sizing_mode="stretch_width")
+    layout = column(amax, row(trans, checks, sizing_mode="stretch_width"),
+                    row(reads, grad, sizing_mode="stretch_width"), sizing_mode="stretch_width")
+    return layout, amax
 
 
 def stateful_figure(result: Any, width: int = 640) -> Any:
@@ -142,4 +152,4 @@ def stateful_figure(result: Any, width: int = 640) -> Any:
                      f"{'defect' if d.defective else 'corrected'}): {html.escape(d.description())}<br>"
                      f"<b>Source:</b> {html.escape(d.source())}<br><b>Verdict:</b> {html.escape(result.verdict())}"),
                width=width)
-    return column(head, stateful_figures(sources, ROLE_NAMES[d.focus], width=width))
+    return column(head, stateful_figures(sources, ROLE_NAMES[d.focus], width=width)[0])

@@ -16,7 +16,7 @@ from typing import Any
 
 from bokeh.models import ColumnDataSource
 
-from lowprec.app.plots.stateful import stateful_figures, stateful_sources
+from lowprec.app.plots.stateful import amax_title, stateful_figures, stateful_sources
 from lowprec.app.widgets._sim_base import SimulationWidget, simulation_widget
 from lowprec.simulations import stateful
 
@@ -31,7 +31,11 @@ class WhoseAmax(SimulationWidget):
         return stateful_sources(result)
 
     def _build_figures(self, sources: dict[str, ColumnDataSource]) -> Any:
-        return stateful_figures(sources, "the design's focus tensor")
+        layout, self._amax = stateful_figures(sources, "the design's focus tensor")
+        return layout
+
+    def _after_update(self, result: Any) -> None:
+        self._amax.title.text = amax_title(stateful.ROLE_NAMES[result.design.focus])
 
     def _summary_text(self, result: Any) -> str:
         d, c = result.design, result.config
