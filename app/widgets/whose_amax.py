@@ -17,6 +17,7 @@ from typing import Any
 from bokeh.models import ColumnDataSource
 
 from lowprec.app.plots.stateful import amax_title, stateful_figures, stateful_sources
+from lowprec.app.theme import wrap_title
 from lowprec.app.widgets._sim_base import SimulationWidget, simulation_widget
 from lowprec.simulations import stateful
 
@@ -35,7 +36,7 @@ class WhoseAmax(SimulationWidget):
         return layout
 
     def _after_update(self, result: Any) -> None:
-        self._amax.title.text = amax_title(stateful.ROLE_NAMES[result.design.focus])
+        self._amax.title.text = wrap_title(amax_title(stateful.ROLE_NAMES[result.design.focus]))
 
     def _summary_text(self, result: Any) -> str:
         d, c = result.design, result.config
