@@ -429,6 +429,6 @@ def test_the_app_budget_takes_the_defaults_and_refuses_the_largest_run() -> None
     from lowprec.config import APP_BUDGET, BudgetError, check_budget
 
     check_budget(StatefulConfig(), APP_BUDGET)
-    with pytest.raises(BudgetError):
+    with pytest.raises(BudgetError, match="over a page's budget"):
         check_budget(StatefulConfig(steps=100, microbatches=8, ranks=8, rows=512, width=128), APP_BUDGET)
 
