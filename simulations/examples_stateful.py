@@ -8,12 +8,12 @@ of the run (the nearest label, or the one check that flags). Registered in `simu
 from __future__ import annotations
 
 import math
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
 from .example_record import Example, Value
-from .stateful import ROLES, StatefulConfig, reduced_encode_scale, run_stateful, spike_clipped_share
+from .stateful import ROLES, reduced_encode_scale, simulate_stateful, spike_clipped_share
 
 __all__ = ["EXAMPLES", "RECOMPUTE_CHECKS", "SCALE_RATIO_LABELS", "CACHE_OUTCOMES", "SPIKE_OUTCOMES", "H1_GROUPS"]
 
@@ -46,8 +46,8 @@ def _nearest(value: float, labels: dict[str, float]) -> str:
 
 
 def whose_amax_accumulation() -> Example:
-    last = run_stateful(StatefulConfig(variant="accum-last-microbatch"))
-    window = run_stateful(StatefulConfig(variant="accum-window-max"))
+    last = simulate_stateful(variant="accum-last-microbatch")
+    window = simulate_stateful(variant="accum-window-max")
     c = last.config
     spikes = [t for t in range(c.steps) if c.spike_at(t, c.spike_microbatch)]
     k, s = c.spike_microbatch, c.spike_rank
@@ -69,7 +69,7 @@ def whose_amax_accumulation() -> Example:
         "step_clipped_pct": 100.0 * float(last.clipped_fraction("x0")[spikes[-1]]),
         "insertions_per_step": int(last.history_insertions()[0]),
         "per_microbatch_insertions_per_step": int(
-            run_stateful(StatefulConfig(variant="accum-per-microbatch")).history_insertions()[0]),
+            simulate_stateful(variant="accum-per-microbatch").history_insertions()[0]),
     }
     return _ex("whose_amax_accumulation", "Gradient accumulation: the last microbatch's amax vs the window's max",
                "simulations.stateful at the WhoseAmax defaults (16 steps × 4 microbatches × 4 ranks, E4M3FN, "
@@ -80,10 +80,9 @@ def whose_amax_accumulation() -> Example:
 
 
 def whose_amax_idle() -> Example:
-    knobs = {"history": 4}
-    zero = run_stateful(StatefulConfig(variant="skip-rolls-zero", **knobs))  # type: ignore[arg-type]
-    holds = run_stateful(StatefulConfig(variant="skip-holds", **knobs))  # type: ignore[arg-type]
-    stale = run_stateful(StatefulConfig(variant="skip-rolls-stale", **knobs))  # type: ignore[arg-type]
+    zero = simulate_stateful(variant="skip-rolls-zero", history=4)
+    holds = simulate_stateful(variant="skip-holds", history=4)
+    stale = simulate_stateful(variant="skip-rolls-stale", history=4)
     peak = float(np.nanmax(stale.amax_seen[:, :, 0, H1]))
     values: dict[str, Value] = {
         "zero_insertions": int(zero.insertions[:, H1, 0].sum()),
@@ -103,12 +102,12 @@ def whose_amax_idle() -> Example:
 
 
 def whose_amax_ranks() -> Example:
-    local = run_stateful(StatefulConfig(variant="dist-local-amax"))
-    owner = run_stateful(StatefulConfig(variant="dist-owner-group"))
+    local = simulate_stateful(variant="dist-local-amax")
+    owner = simulate_stateful(variant="dist-owner-group")
     t = local.config.spike_step + 1
     ratio = float(local.scale_used[t, 0, 1, X0] / local.scale_used[t, 0, 0, X0])
-    hot_local = run_stateful(StatefulConfig(variant="dist-local-amax", overflow="nonfinite", margin=1))
-    hot_owner = run_stateful(StatefulConfig(variant="dist-owner-group", overflow="nonfinite", margin=1))
+    hot_local = simulate_stateful(variant="dist-local-amax", overflow="nonfinite", margin=1)
+    hot_owner = simulate_stateful(variant="dist-owner-group", overflow="nonfinite", margin=1)
     values: dict[str, Value] = {
         "ratio_label": _nearest(ratio, SCALE_RATIO_LABELS),
         "ratio": ratio,
@@ -130,8 +129,8 @@ def whose_amax_ranks() -> Example:
 
 
 def whose_amax_cache() -> Example:
-    live = run_stateful(StatefulConfig(variant="cache-live-scale"))
-    paired = run_stateful(StatefulConfig(variant="cache-paired"))
+    live = simulate_stateful(variant="cache-live-scale")
+    paired = simulate_stateful(variant="cache-paired")
     err = float(live.gemm_error[0])
     outcome = (CACHE_OUTCOMES[3] if not math.isfinite(err) else CACHE_OUTCOMES[0] if err == 0 else
                CACHE_OUTCOMES[1] if err < 0.01 else CACHE_OUTCOMES[2])
@@ -152,7 +151,7 @@ def whose_amax_cache() -> Example:
 
 
 def whose_amax_recompute() -> Example:
-    bf16 = run_stateful(StatefulConfig(variant="recompute-bf16"))
+    bf16 = simulate_stateful(variant="recompute-bf16")
     flags = {RECOMPUTE_CHECKS[0]: bool(np.any(bf16.history_insertions() != bf16.expected_insertions)),
              RECOMPUTE_CHECKS[1]: bool(bf16.unpaired.sum() > 0),
              RECOMPUTE_CHECKS[2]: bool(bf16.recompute_mismatches.sum() > 0)}
@@ -173,8 +172,8 @@ def whose_amax_recompute() -> Example:
 #: the exercises' new cases, as inputs
 EX_MICROBATCHES, EX_SPIKE, EX_HISTORY_AMAX = 8, 10.0, 4.0
 EX_SHARD_AMAXES = (2.5, 3.0, 40.0, 2.8)
-EX_IDLE = {"variant": "skip-rolls-zero", "steps": 12, "run_every": 3, "microbatches": 2, "ranks": 1,
-           "spike_step": 0, "spike_every": 0}
+EX_IDLE: dict[str, Any] = {"variant": "skip-rolls-zero", "steps": 12, "run_every": 3, "microbatches": 2,
+                           "ranks": 1, "spike_step": 0, "spike_every": 0}
 
 
 def whose_amax_exercises() -> Example:
@@ -182,9 +181,9 @@ def whose_amax_exercises() -> Example:
     share = spike_clipped_share(EX_SPIKE, scale, "E4M3FN", EX_MICROBATCHES)
     local = [reduced_encode_scale([a], "E4M3FN") for a in EX_SHARD_AMAXES]
     factor = local[2] * float(np.float32(1.0 / local[0]))
-    dist = run_stateful(StatefulConfig(variant="dist-local-amax"))
+    dist = simulate_stateful(variant="dist-local-amax")
     h1_owner = H1_GROUPS[0] if int(dist.unpaired_by_role[:, H1].sum()) == 0 else H1_GROUPS[1]
-    idle = run_stateful(StatefulConfig(**EX_IDLE))  # type: ignore[arg-type]
+    idle = simulate_stateful(None, **EX_IDLE)
     not_run = ~idle.expert_ran
     zeros = int(idle.insertions[not_run, H1, 0].sum())
     assert (idle.inserted[not_run, H1, 0] == 0).all()
