@@ -23,13 +23,17 @@ from .designs import DESIGNS
 
 __all__ = ["StatefulConfig"]
 
-# cost model, fitted on the project's build machine (numpy, one thread, 2 shared cores): seconds per
-# (step, microbatch, rank) cell = _S_CELL + _S_ELEMENT · the elements one rank casts in a cell (its
-# shards of the four operands, forward and recompute); bytes: the per-cell telemetry and the
-# tensors of one microbatch. The defaults (16 × 4 × 4 cells of 64 × 32) estimate ≈ 0.3 s.
+# cost model, fitted on the project's build machine (numpy, 2 shared cores, load 3): seconds per
+# (step, microbatch, rank) cell = _S_CELL (the casts of a rank's shards and the bookkeeping) +
+# _S_MAC · the multiply-adds of its share of the float64 products (forward, the paired reference,
+# the layer-1 product and two backward passes: about 8 · rows · width² / ranks), × 1.3 for a busier
+# machine; bytes: the per-cell telemetry and the tensors of one microbatch. Measured (medians of 3):
+# the defaults (16 × 4 × 4 cells of 64 × 32) 0.13 s; rows 256, width 128: 3.4 s; 100 steps × 8 × 8:
+# 2.2 s.
 _S_START = 0.02
-_S_CELL = 9e-4
-_S_ELEMENT = 6e-8
+_S_CELL = 3e-4
+_S_MAC = 1.5e-9
+_SAFETY = 1.3
 _B_START = 24 * 2**20
 _B_CELL = 600
 
@@ -98,8 +102,8 @@ class StatefulConfig:
     def cost(self) -> Cost:
         """Memory and time of the run, estimated before it starts (see the module's figures)."""
         cells = self.steps * self.microbatches * self.ranks
-        per_rank = (self.rows * self.width + 2 * self.width * self.width + self.rows * self.width) / self.ranks
-        seconds = _S_START + cells * (_S_CELL + _S_ELEMENT * 2 * per_rank)
+        macs = 8 * self.rows * self.width**2 / self.ranks
+        seconds = _S_START + _SAFETY * cells * (_S_CELL + _S_MAC * macs)
         nbytes = _B_START + cells * _B_CELL + 16 * 8 * (self.rows * self.width + 2 * self.width**2)
         return Cost(bytes=float(nbytes), seconds=seconds,
                     note=f"{cells} (step, microbatch, rank) cells of a [{self.rows}, {self.width}] layer input")

@@ -477,7 +477,11 @@ def contract(design: type[Design], ranks: int, group: int, microbatches: int) ->
     recompute = {"replay": "replays the forward's codes and decode scales; commits nothing",
                  "recast-weight": "replays the activations but casts the weights again with the live scales",
                  "bf16": "casts every operand to BF16 (outside the FP8 autocast); commits nothing"}[design.recompute]
+    staged = {"each": "its own window: inserted after that microbatch",
+              "max": "the optimizer step's window: the maximum over its microbatches is inserted",
+              "last": "the optimizer step's window, but only the last microbatch's amax survives"}[design.accumulate]
     return [("Who owns the gathered layer input's scale?", owner),
+            ("Who owns a microbatch's amax?", staged),
             ("Who owns every other operand's scale?", "the rank that casts and consumes it (per role, layer, rank)"),
             ("When may a state advance?", window),
             ("What does a window without a cast record?", idle),
