@@ -64,7 +64,6 @@ class Owner:
     rank: int
     state: DelayedScaling[float]
     staged: list[float] = field(default_factory=list)  # amaxes of this window's casts
-    last: float = 0.0  # amax of the cast in the window's latest microbatch (0: none)
     slot: float = 0.0  # the staging slot as the "stale" idle rule leaves it (never cleared)
 
 
@@ -170,7 +169,6 @@ class _Machine:
         raw, clipped = self._encode(x, enc)
         amax = tensor_amax(x)
         owner.staged.append(amax)
-        owner.last = amax
         i = ROLES.index(role)
         self.res.scale_used[t, k, r, i] = enc
         self.res.amax_seen[t, k, r, i] = amax

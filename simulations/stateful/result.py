@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from lowprec.formats import FloatFormat
+from lowprec.formats import FloatFormat, get_format
 
 from .._cli import config_values
 from ..spike import percent
@@ -144,8 +144,7 @@ class StatefulResult:
 
     @property
     def fmt_max(self) -> float:
-        from lowprec.formats import get_format
-
+        """The largest finite value F of the cast format."""
         return float(get_format(self.cast_format).max)
 
     def idle_changes(self) -> int:
