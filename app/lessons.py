@@ -481,14 +481,19 @@ def _course_numbers(folder: Path, stamps: tuple[tuple[str, int, int], ...]) -> d
 
 
 def lesson_number(slug: str, folder: Path | None = None) -> int:
-    """The number (order) of lesson `slug` in the course of `folder` (default: the installed one)."""
-    root = Path(folder) if folder is not None else DEFAULT_ROOT
-    paths = lesson_paths(root, installed=folder is None)
-    stamps = tuple((str(p), st.st_mtime_ns, st.st_size) for p in paths for st in (p.stat(),))
-    numbers = _course_numbers(root, stamps)
-    if slug not in numbers:
-        raise ValueError(f"no lesson {slug!r} in the course; lessons: {', '.join(numbers)}")
-    return numbers[slug]
+    """The number (order) of lesson `slug` in the course of `folder` (default: the installed one); a
+    slug that a draft folder lacks is looked up in the installed course (a lesson drafted alone
+    still refers to the others)."""
+    roots = [Path(folder)] if folder is not None else []
+    roots.append(DEFAULT_ROOT)
+    numbers: dict[str, int] = {}
+    for root in roots:
+        paths = lesson_paths(root, installed=root == DEFAULT_ROOT)
+        stamps = tuple((str(p), st.st_mtime_ns, st.st_size) for p in paths for st in (p.stat(),))
+        numbers = _course_numbers(root, stamps)
+        if slug in numbers:
+            return numbers[slug]
+    raise ValueError(f"no lesson {slug!r} in the course; lessons: {', '.join(numbers)}")
 
 
 def _resolve_line(text: str, resolve: Resolver, where: str, folder: Path | None = None) -> str:

@@ -25,6 +25,7 @@ import pytest
 from lowprec.app.lessons import ExerciseBlock, PredictionBlock, load_lessons, render_blocks
 from lowprec.simulations.examples import example
 from tests.transfer_oracles import TRANSFER_ORACLES
+from tests.stateful_oracles import STATEFUL_ORACLES
 
 F32 = np.float32
 BF16 = ml_dtypes.bfloat16
@@ -576,6 +577,7 @@ ORACLES: dict[str, Callable[[], Any]] = {
     "example:lab_more.six_foreign_share": lambda: six_layer_foreign_share(),
     "example:sigma_0_01.ratio": lambda: float(np.mean([a / b for a, b in (
         scale_one_ml_dtypes(0.01, seed, 2**18) for seed in (0, 1))])),
+    **STATEFUL_ORACLES,  # lesson 26 (tests/stateful_oracles.py)
 }
 
 
