@@ -294,6 +294,7 @@ button:focus-visible, input:focus-visible, .lp-bit:focus-visible {
 .lp-order .lp-pos { font-weight: 700; min-width: 1.6em; }
 .lp-order .lp-item { flex: 1 1 12em; }
 .lp-order button { padding: 2px 8px; }
+.lp-order .lp-moves { display: flex; gap: 4px; flex: 0 0 auto; margin-left: auto; }
 .lp-classify { display: grid; grid-template-columns: minmax(10em, 1fr) minmax(9em, auto); gap: 6px 10px;
   align-items: center; margin: 8px 0; }
 .lp-classify select, .lp-lab select { font: inherit; padding: 3px 4px; max-width: 100%; }
@@ -369,7 +370,7 @@ function orderControl(spec, key, legendText, st) {
       down.addEventListener("click", () => move(1))
       buttons.push(up, down)
       list.append(el("li", {"data-item": items[itemIndex]}, [el("span", {class: "lp-pos", text: `${pos + 1}.`}),
-        el("span", {class: "lp-item", text: items[itemIndex]}), up, down]))
+        el("span", {class: "lp-item", text: items[itemIndex]}), el("span", {class: "lp-moves"}, [up, down])]))
       if (focus && focus.index === itemIndex) {
         const target = focus.delta < 0 ? (pos === 0 ? down : up) : (pos === st.order.length - 1 ? up : down)
         setTimeout(() => target.focus(), 0)
