@@ -237,6 +237,48 @@ def chain_grouped(av: Any, bv: Any, c: Any, k_lo: int, k_hi: int, step: int, gro
         cemin = d_emin
 
 
+@_jit()
+def chain_group_sums(gs: Any, zs: Any, c: Any, k_lo: int, k_hi: int, step: int, group: int,
+                     frac_bits: int, zero_exponent: int, nearest_align: bool, kept: int, emin: int,
+                     emax: int, nearest_out: bool, c_emin: int, d_emin: int,
+                     sav: Any, sap: Any, sbv: Any, sbp: Any, scale_block: int) -> None:
+    """chain_grouped with the group sums given: gs[g, i, j] = Σ_{k in group g} a_ik·b_kj and
+    zs[g, i, j] = Σ |a_ik·b_kj| for the groups of K ∈ [k_lo, k_hi) (g = 0 the group at k_lo), each
+    exact (the caller forms them where that is provable: FP4 products, by matrix products). The
+    alignment, the scale products and the rounding are chain_grouped's, operation for operation."""
+    mt, nt = c.shape
+    n_groups = step // group
+    e_max = np.empty(nt, np.int64)
+    cemin = c_emin
+    for s0 in range(0, (k_hi - k_lo) // group, n_groups):
+        for i in range(mt):
+            acc = c[i]
+            for j in range(nt):
+                e_max[j] = lead_exponent(acc[j], cemin, zero_exponent)
+            for g in range(s0, s0 + n_groups):
+                b = (k_lo + g * group) // scale_block
+                ea = exponent(sap[i, b])
+                sva = sav[i, b]
+                srow_v = sbv[b]
+                srow_p = sbp[b]
+                z = zs[g, i]
+                for j in range(nt):
+                    mult = sva * srow_v[j]
+                    cand = ea + exponent(srow_p[j])
+                    take = (z[j] != 0.0) & (mult != 0.0)
+                    e_max[j] = max(e_max[j], cand) if take else e_max[j]
+            for j in range(nt):
+                s = pow2(frac_bits - e_max[j])
+                t = acc[j] * s
+                tot = np.rint(t) if nearest_align else np.trunc(t)
+                for g in range(s0, s0 + n_groups):
+                    b = (k_lo + g * group) // scale_block
+                    t = (gs[g, i, j] * (sav[i, b] * sbv[b, j])) * s
+                    tot += np.rint(t) if nearest_align else np.trunc(t)
+                acc[j] = round_out(tot, e_max[j] - frac_bits, kept, emin, emax, nearest_out)
+        cemin = d_emin
+
+
 # ------------------------------------------------------------------------------------------------
 # CUDA-core FP32 arithmetic (promotion, epilogue): IEEE binary32, round to nearest even, gradual
 # underflow, NaN results canonical (0x7FFFFFFF as NVIDIA's FADD/FMUL/FFMA return them)
