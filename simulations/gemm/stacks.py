@@ -17,10 +17,11 @@ Sources (read at the commits named; each record's `source` names the file):
   `fp8_gemm_fprop = MMParams(use_split_accumulator=False)`, dgrad and wgrad True;
   `Float8BlockScaling`: all three True, asserted in `__post_init__`: "Split accumulator required").
   The HYBRID format reads E4M3 forward and E5M2 gradients; Float8BlockScaling defaults to E4M3.
-- torchao (pytorch/ao): `torchao/float8/config.py` — `Float8LinearConfig` (tensorwise):
-  `gemm_config_output = Float8GemmConfig(use_fast_accum=True)`, grad_input and grad_weight
-  `Float8GemmConfig()` (use_fast_accum False); the `all_axiswise` (rowwise) recipe sets all three
-  to True ("rowwise CUTLASS kernels … are only fast with use_fast_accum=True"). Gradients E5M2.
+- torchao 0.18 (pytorch/ao): `torchao/float8/config.py` — `Float8LinearConfig` (the tensorwise
+  recipe): `gemm_config_output = Float8GemmConfig(use_fast_accum=True)`, grad_input and grad_weight
+  `Float8GemmConfig()` (use_fast_accum False), gradients E5M2; `from_recipe_name("rowwise")` keeps
+  those GEMM configs and casts every operand to E4M3. (Older torchao's `all_axiswise` recipe set
+  fast accumulation in all three; the test reads the installed torchao.)
 - DeepGEMM (deepseek-ai/DeepGEMM): `deep_gemm/include/deep_gemm/impls/sm90_fp8_gemm_1d2d.cuh` —
   four `wgmma` of K = 32 per 128-wide K block, then "Promote with scales" into `final_accum` on the
   CUDA cores; DeepSeek-V3 (arXiv:2412.19437 §3.3.2) N_C = 128, E4M3 for every GEMM (§3.3.1).
@@ -36,7 +37,7 @@ __all__ = ["ROLES", "STACKS", "StackRow", "stack_rows"]
 ROLES = ("fprop", "dgrad", "wgrad")
 _TE_BASE = "NVIDIA/TransformerEngine transformer_engine/pytorch/module/base.py (_2X_ACC_FPROP/DGRAD/WGRAD)"
 _TE_RECIPE = "NVIDIA/TransformerEngine transformer_engine/common/recipe/__init__.py"
-_TORCHAO = "pytorch/ao torchao/float8/config.py (Float8LinearConfig, recipe_name_to_linear_config)"
+_TORCHAO = "pytorch/ao 0.18 torchao/float8/config.py (Float8LinearConfig, from_recipe_name)"
 _DEEPGEMM = ("deepseek-ai/DeepGEMM deep_gemm/include/deep_gemm/impls/sm90_fp8_gemm_1d2d.cuh ('Promote with "
              "scales' every BLOCK_K = 128); DeepSeek-V3, arXiv:2412.19437 §3.3.2")
 SPLIT_INTERVAL = 128  # what the model uses for a "split" accumulator whose interval is not published
@@ -86,18 +87,23 @@ def _build() -> tuple[StackRow, ...]:
         ]
     rows += [_row(te, "Float8BlockScaling (E4M3)", role, True, "use_split_accumulator=True (asserted)", "E4M3FN",
                   "E4M3FN", _TE_RECIPE) for role in ROLES]
-    ao = "torchao"
+    ao = "torchao 0.18"
     rows += [
-        _row(ao, "Float8LinearConfig (tensorwise)", "fprop", False, "gemm_config_output: use_fast_accum=True",
+        _row(ao, "tensorwise (Float8LinearConfig())", "fprop", False, "gemm_config_output: use_fast_accum=True",
              "E4M3FN", "E4M3FN", _TORCHAO),
-        _row(ao, "Float8LinearConfig (tensorwise)", "dgrad", True, "gemm_config_grad_input: use_fast_accum=False",
+        _row(ao, "tensorwise (Float8LinearConfig())", "dgrad", True, "gemm_config_grad_input: use_fast_accum=False",
              "E5M2", "E4M3FN", _TORCHAO),
-        _row(ao, "Float8LinearConfig (tensorwise)", "wgrad", True, "gemm_config_grad_weight: use_fast_accum=False",
+        _row(ao, "tensorwise (Float8LinearConfig())", "wgrad", True, "gemm_config_grad_weight: use_fast_accum=False",
              "E4M3FN", "E5M2", _TORCHAO),
     ]
-    rows += [_row(ao, "all_axiswise (rowwise)", role, False, "use_fast_accum=True", "E4M3FN",
-                  "E5M2" if role == "wgrad" else "E4M3FN", _TORCHAO) for role in ROLES]
-    rows[-2] = _row(ao, "all_axiswise (rowwise)", "dgrad", False, "use_fast_accum=True", "E5M2", "E4M3FN", _TORCHAO)
+    rows += [
+        _row(ao, "rowwise (Float8LinearRecipeName.ROWWISE)", "fprop", False, "gemm_config_output: use_fast_accum=True",
+             "E4M3FN", "E4M3FN", _TORCHAO),
+        _row(ao, "rowwise (Float8LinearRecipeName.ROWWISE)", "dgrad", True,
+             "gemm_config_grad_input: use_fast_accum=False", "E4M3FN", "E4M3FN", _TORCHAO),
+        _row(ao, "rowwise (Float8LinearRecipeName.ROWWISE)", "wgrad", True,
+             "gemm_config_grad_weight: use_fast_accum=False", "E4M3FN", "E4M3FN", _TORCHAO),
+    ]
     rows += [_row("DeepGEMM", "DeepSeek-V3 FP8 (1×128 / 128×128 scales)", role, True,
                   "promotion to FP32 every 128 (N_C = 128)", "E4M3FN", "E4M3FN", _DEEPGEMM, 128, True)
              for role in ROLES]
