@@ -89,8 +89,8 @@ def misspelled_format_names(markdown: str) -> list[str]:
 
 def test_lessons_in_order() -> None:
     lessons = load_lessons(LESSON_DIR)
-    assert len(lessons) == len(LESSON_FILES) == 22
-    assert [lesson.order for lesson in lessons] == list(range(1, 23))
+    assert len(lessons) == len(LESSON_FILES) >= 22  # new lessons append (order = the file number)
+    assert [lesson.order for lesson in lessons] == list(range(1, len(lessons) + 1))
     assert lessons[0].slug == "arithmetic-contract"
     assert all(lesson.title and lesson.summary and lesson.goal for lesson in lessons)
     # file prefix NN matches the order
@@ -205,6 +205,7 @@ VERIFIED_LINKS = {
     "https://github.com/NVIDIA/TransformerEngine",
     "https://github.com/NVIDIA/TransformerEngine/pull/24",  # FP8 meta stash for full activation recompute
     "https://github.com/NVIDIA/TransformerEngine/pull/3284",  # Preserve FP8 recompute state for inner autocast
+    "https://arxiv.org/abs/2511.10909",  # Xie, Wang, Yang, Yang, MMA-Sim: bit-accurate tensor-core models
 }
 
 

@@ -139,7 +139,8 @@ def gemm(study: Any) -> str:
             "core's partial sum to FP32 every n elements. Below, one step of one dot product: every term "
             "shifted to the step's largest exponent, the purple bits kept, the orange bits cut off by the "
             "truncation (a term marked … has more cut bits than drawn). The longer the running sum C, the "
-            "further right the new products land and the more of them is cut.")
+            "further right the new products land and the more of them is cut. An error of exactly 0 has "
+            "no place on a logarithmic axis: its point is left out.")
     curves = getattr(study, "curves", None)
     if curves:
         k = curves[0].k[-1]

@@ -98,15 +98,15 @@ def gemm_sources(study: Any, metric: str | None = None) -> dict[str, dict[str, l
             heads["y"].append(float(n) + 0.2)
             heads["text"].append(str(e))
     stacks: dict[str, list[Any]] = {"stack": [], "recipe": [], "role": [], "setting": [], "accumulation": [],
-                                    "operands": [], "modelled": [], "error": []}
+                                    "operands": [], "error": []}
     for s in study.stacks:
         stacks["stack"].append(s.row.stack)
         stacks["recipe"].append(s.row.recipe)
         stacks["role"].append(s.row.role)
         stacks["setting"].append(s.row.setting)
-        stacks["accumulation"].append(s.row.accumulation)
-        stacks["operands"].append(f"{s.row.a_format} × {s.row.b_format}")
-        stacks["modelled"].append("no promotion" if s.row.promote_every is None else f"every {s.row.promote_every}")
+        every = "no promotion" if s.row.promote_every is None else f"every {s.row.promote_every}"
+        stacks["accumulation"].append(f"{s.row.accumulation} ({every})")
+        stacks["operands"].append(f"{s.row.a_format}×{s.row.b_format}")
         stacks["error"].append(_pct(getattr(s, metric)))
     return {"curves": curves, "points": points, "cells": cells, "labels": labels, "heads": heads,
             "stacks": stacks}
@@ -154,10 +154,9 @@ def gemm_figures(sources: dict[str, Any], metric: str = "median_rel", width: int
     table = DataTable(source=_src(sources["stacks"]), width=width, height=260, index_position=None,
                       columns=[TableColumn(field=f, title=t, width=w, formatter=formatter, editor=editor)
                                for f, t, w in (
-                          ("stack", "stack", 130), ("recipe", "recipe", 170), ("role", "GEMM", 50),
-                          ("setting", "what it sets", 200), ("accumulation", "accumulation", 70),
-                          ("operands", "operands", 110), ("modelled", "modelled as", 90),
-                          ("error", "modelled error", 80))])
+                          ("stack", "stack", 120), ("recipe", "recipe", 170), ("role", "GEMM", 45),
+                          ("setting", "what it sets", 200), ("accumulation", "accumulation (modelled)", 130),
+                          ("operands", "operands", 95), ("error", "model error", 75))])
     return err, pic, table
 
 

@@ -22,6 +22,10 @@ from lowprec.simulations.gemm import study as gemm_study
 from lowprec.simulations.gemm.study import GemmStudy
 
 
+METRIC_WORDS = {"max_norm": "largest error relative to the magnitudes summed (Σ|a·b|)",
+                "max_rel": "largest relative error of an output", "median_rel": "median relative error of an output"}
+
+
 def _pct(x: float) -> str:
     return "n/a" if x != x else f"{100 * x:.3g} %"
 
@@ -48,10 +52,12 @@ class Accumulator(SimulationWidget):
         cfg = result.config
         first = result.curves[0]
         k = first.k[-1]
-        parts = [f"**{result.instruction}** on {cfg.arch}: at K = {k} the median relative error of an "
-                 f"output is {_pct(first.median_rel[-1])} with the whole K in the tensor core"]
+        metric = cfg.metric
+        parts = [f"**{result.instruction}** on {cfg.arch}: at K = {k} the {METRIC_WORDS[metric]} is "
+                 f"{_pct(first.values(metric)[-1])} with the whole K in the tensor core"]
         for c in result.curves[1:]:
-            parts.append(f"{_pct(c.median_rel[-1])} {c.label.split(', ', 1)[1] if c.arch == cfg.arch else 'on ' + c.arch}")
+            where = c.label.split(", ", 1)[1] if c.arch == cfg.arch else "on " + c.arch
+            parts.append(f"{_pct(c.values(metric)[-1])} {where}")
         text = ", ".join(parts) + "."
         p = result.picture
         lost = "nothing" if p.dropped_sum == 0 else f"{p.dropped_sum!r}"
