@@ -145,8 +145,8 @@ def gemm(study: Any) -> str:
     if curves:
         k = curves[0].k[-1]
         worst = max(curves, key=lambda c: c.median_rel[-1] if c.median_rel[-1] == c.median_rel[-1] else -1.0)
-        text += (f" Here, at K = {k}, the largest median relative error is {worst.median_rel[-1]:.3g} "
-                 f"({worst.label}).")
+        text += (f" Here, at K = {k}, the largest median relative error of an output is "
+                 f"{100 * worst.median_rel[-1]:.3g} % ({worst.label}).")
     return text
 
 
