@@ -72,7 +72,8 @@ class Case:
 
     def operands(self) -> tuple[np.ndarray, np.ndarray]:
         rng = np.random.default_rng(self.seed)
-        fa, fb = formats.get_format(self.a_fmt), formats.get_format(self.b_fmt)
+        fa = gemm.PTX_TYPES[gemm.accumulators.ptx_type(self.a_fmt)]
+        fb = gemm.PTX_TYPES[gemm.accumulators.ptx_type(self.b_fmt)]
         a = rng.standard_normal((self.m, self.k))
         b = rng.standard_normal((self.k, self.n))
         if self.kind == "positive":
@@ -159,7 +160,7 @@ def check_case(case: Case, arch: str, backends: dict[str, Callable[[np.ndarray, 
     is no oracle (the dry run) gets `ok` None: its match is recorded, never judged."""
     a, b = case.operands()
     cands = model_candidates(arch, case, a, b)
-    out = []
+    out: list[dict[str, Any]] = []
     for setting, fn in backends.items():
         t0 = time.perf_counter()
         try:
