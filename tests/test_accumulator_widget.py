@@ -48,7 +48,8 @@ def test_registered_and_draws_the_study() -> None:
     span = next(iter(w._pic.select({"type": Span})))
     assert span.location == w.result.picture.cut - 0.5
     root = pn.panel(w).get_root()  # type: ignore[attr-defined]
-    assert root is not None
+    shown_models = {id(m) for m in root.references()}
+    assert all(id(src) in shown_models for src in w.sources.values())  # the page draws every source
 
 
 @pytest.mark.parametrize("change,words", [

@@ -70,7 +70,7 @@ def test_row_scaled_p_goes_through_its_codes() -> None:
     ({"pv_accumulator": "volta", "v_format": "E4M3FN"}, "one of exact"),
 ])
 def test_bad_accumulator_requests_name_the_knob(values: dict, needle: str) -> None:  # type: ignore[type-arg]
-    with pytest.raises(ConfigError) as info:
+    with pytest.raises(ConfigError, match=r"^pv_accumulator: ") as info:
         AttentionConfig(**values)
     assert info.value.name == "pv_accumulator" and needle in str(info.value)
     r = subprocess.run([sys.executable, "-m", "lowprec.app.cli", "simulate", "attention", "--pv-accumulator",

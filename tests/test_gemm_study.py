@@ -123,6 +123,8 @@ def test_bit_picture_of_the_issue_example_cuts_two_to_the_minus_20() -> None:
     assert ones == [0, -13, -20]
     assert [p.top - j < p.e_max - p.frac_bits for j, ch in enumerate(row.bits) if ch == "1"] == [False, False, True]
     assert row.kept == 1 + 2.0 ** -13 and row.dropped == 2.0 ** -20 and p.d_out == 1 + 2.0 ** -13
+    # the cut: column j is kept exactly when its weight 2^(top − j) is at least 2^(e_max − F)
+    assert all((j < p.cut) == (p.top - j >= p.e_max - p.frac_bits) for j in range(p.columns))
 
 
 @needs_mmasim
@@ -160,7 +162,7 @@ def test_bit_picture_rows_are_the_terms_and_d_is_mmasims(step: int) -> None:
     ({"k_max": 20000}, "k_max", "≤ 16384"),
 ])
 def test_bad_values_name_their_parameter(values: dict, name: str, needle: str) -> None:  # type: ignore[type-arg]
-    with pytest.raises(ConfigError) as info:
+    with pytest.raises(ConfigError, match=f"^{name}: ") as info:
         GemmConfig(**values)
     assert info.value.name == name and needle in str(info.value) and "\n" not in str(info.value)
 

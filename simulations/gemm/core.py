@@ -221,9 +221,8 @@ def _chain(ins: Instruction, t: _Tile, acc: np.ndarray, k_lo: int, k_hi: int, *,
             c_args = args if c0 == k_lo else args[:7] + (ins.d_format.emin,) + args[8:]
             K.chain_group_sums(gs, zs, acc, c0, c1, step, u.group, *c_args, t.sav, t.sap, t.sbv, t.sbp,
                                ins.block)
-    elif u.group > 1:
-        K.chain_grouped(t.av, t.bv, acc, k_lo, k_hi, step, u.group, *args, t.sav, t.sap, t.sbv, t.sbp,
-                        ins.block)
+    elif u.group > 1:  # every GST-FDPA instruction of isa multiplies FP4 by FP4
+        raise ValueError(f"{ins.name}: groups of {u.group} are modelled for FP4 × FP4 operands only")
     else:
         K.chain_plain(t.av, t.ap, t.bv, t.bp, acc, k_lo, k_hi, step, *args, t.sav, t.sap, t.sbv, t.sbp,
                       ins.block if ins.block_scaled else 0)
