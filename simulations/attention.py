@@ -23,8 +23,9 @@ ACCUMULATOR_CHOICES`; `simulations.gemm.accumulators`): then Õ = P̃·Ṽ of tr
 rounding is the FP32 result of the bit-exact tensor-core model (P̃'s codes times Ṽ through the
 architecture's instruction for their two formats, K padded with zeros to the instruction's K, the
 row decode scale applied to the FP32 result in float64), so ΔO also holds the accumulation error
-(`accumulation_error`: max |Õ − P̃·Ṽ exact|); V must then be rounded (`v_format`) to an operand
-format of that instruction. The Monte-Carlo statistics of stochastic rounding keep exact
+(`accumulation_error`: max |Õ − P̃·Ṽ exact|); V enters the tensor core rounded (nearest even) to
+`v_format`, or to P's format when `v_format` is none, as an FP8 attention kernel casts it. The
+Monte-Carlo statistics of stochastic rounding keep exact
 accumulation: they study the rounding of P.
 """
 
@@ -382,6 +383,8 @@ def run_attention(inputs: AttentionInputs, fmt: Any = "E4M3FN", rounding: str = 
         raise ValueError(f"values must be keys × head_dim = {probs.shape[1]} × d, got shape {v.shape}")
     if not np.isfinite(v).all():
         raise ValueError("values contain non-finite entries")
+    if v_format is None and pv_accumulator != "exact":
+        v_format = f.name  # a tensor core multiplies V in an operand format: P's, unless v_format says
     if v_format is None:
         v_rounded = v
         v_name = None
@@ -494,9 +497,7 @@ def _pv_product(name: str, f: FloatFormat, v_format: str | None, ds: np.ndarray)
         raise ValueError(f"pv_accumulator must be one of {', '.join(ACCUMULATOR_CHOICES)}, got {name!r}")
     if name == "exact":
         return lambda p, v: p @ v
-    if v_format is None:
-        raise ValueError(f"pv_accumulator={name} runs P·V through a tensor core, whose operands must be in its "
-                         f"formats: round V too (v_format, e.g. {f.name})")
+    assert v_format is not None  # run_attention rounds V to P's format for a tensor core
     from .gemm.accumulators import ACCUMULATORS, accumulate, dense_instruction
 
     acc = ACCUMULATORS[name]
@@ -544,21 +545,18 @@ class AttentionConfig:
                          choices=(NO_V_FORMAT,) + ATTENTION_FORMATS)
     pv_accumulator: str = accumulator_knob("how P·V is accumulated: exact, or the bit-exact tensor-core model "
                                            "(hopper: the whole K in the tensor core; hopper_promote128: promoted "
-                                           "to FP32 every 128; blackwell); a tensor core needs V rounded too")
+                                           "to FP32 every 128; blackwell); a tensor core rounds V to v_format, or to "
+                                           "P's format when v_format is none")
 
     def __post_init__(self) -> None:
         if self.pv_accumulator == "exact":
             return
-        if self.v_format == NO_V_FORMAT:
-            raise ConfigError("pv_accumulator", f"{self.pv_accumulator} runs P·V through a tensor core, whose "
-                                                f"operands must be in its formats: set v_format too (e.g. "
-                                                f"{self.format})")
         from .gemm.accumulators import ACCUMULATORS, dense_instruction
 
         arch = ACCUMULATORS[self.pv_accumulator].arch
         assert arch is not None
         try:
-            dense_instruction(arch, self.format, self.v_format)
+            dense_instruction(arch, self.format, self.format if self.v_format == NO_V_FORMAT else self.v_format)
         except ValueError as exc:
             raise ConfigError("pv_accumulator", str(exc)) from None
 

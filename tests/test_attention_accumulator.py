@@ -1,13 +1,15 @@
 """The attention simulation's P·V accumulator (`pv_accumulator`, the shared `knobs.accumulator_knob`):
 exact by default (nothing changes); through a tensor core, Õ = P̃·Ṽ is MMA-Sim's FP32 D of P̃'s codes
 times Ṽ (K padded with zeros), times the row decode scale; a tensor core without V in its operand
-formats, or a format pair the architecture lacks, is refused naming the knob on every face."""
+formats (v_format none) rounds V to P's format (as an FP8 attention kernel does), and a format pair the
+architecture lacks is refused naming the knob on every face."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -51,6 +53,14 @@ def test_tensor_core_pv_is_mmasims(accumulator: str, arch: str, name: str) -> No
     assert r.accumulation_error == float(np.max(np.abs(want - p @ r.values_rounded)))
 
 
+def test_a_tensor_core_rounds_v_to_ps_format_when_v_format_is_none() -> None:
+    r = simulate_attention(seq=16, head_dim=4, pv_accumulator="hopper")
+    assert r.config["v_format"] == "E4M3FN"
+    v = np.clip(r.values, -448, 448).astype(ml_dtypes.float8_e4m3fn).astype(np.float64)
+    assert np.array_equal(r.values_rounded, v)
+    assert simulate_attention(seq=16, head_dim=4).config["v_format"] is None  # exact: V stays exact
+
+
 def test_promotion_and_blackwell_lose_less_than_the_hopper_chain() -> None:
     errs = {acc: simulate_attention(seq=512, head_dim=16, v_format="E4M3FN", pv_accumulator=acc, seed=1,
                                     temperature=0.05).accumulation_error
@@ -65,7 +75,7 @@ def test_row_scaled_p_goes_through_its_codes() -> None:
 
 
 @pytest.mark.parametrize("values,needle", [
-    ({"pv_accumulator": "hopper"}, "set v_format"),
+    ({"pv_accumulator": "hopper", "format": "BF16", "v_format": "E4M3FN"}, "multiplies BF16 by E4M3FN"),
     ({"pv_accumulator": "hopper", "format": "E2M1", "v_format": "E2M1"}, "multiplies E2M1 by E2M1"),
     ({"pv_accumulator": "volta", "v_format": "E4M3FN"}, "one of exact"),
 ])
@@ -73,8 +83,9 @@ def test_bad_accumulator_requests_name_the_knob(values: dict, needle: str) -> No
     with pytest.raises(ConfigError, match=r"^pv_accumulator: ") as info:
         AttentionConfig(**values)
     assert info.value.name == "pv_accumulator" and needle in str(info.value)
-    r = subprocess.run([sys.executable, "-m", "lowprec.app.cli", "simulate", "attention", "--pv-accumulator",
-                        values["pv_accumulator"], "--seq", "8"], capture_output=True, text=True, timeout=120)
+    options = [x for k, v in values.items() for x in ("--" + k.replace("_", "-"), v)]
+    r = subprocess.run([sys.executable, "-m", "lowprec.app.cli", "simulate", "attention", *options, "--seq", "8"],
+                       capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "--pv-accumulator" in r.stderr
 
 
