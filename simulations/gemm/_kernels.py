@@ -194,37 +194,44 @@ def chain_group_sums(gs: Any, zs: Any, c: Any, k_lo: int, k_hi: int, step: int, 
     k_lo), each exact (the caller forms them where that is provable: FP4 products, by matrix
     products). Each group sum is multiplied by its scale product and aligned on the scale product's
     exponent (of sap · sbp); a group whose products are all zero (zs = 0), or whose scale product is
-    zero, is a zero term."""
+    zero, is a zero term. Loops run over a tile's columns innermost (contiguous rows of gs)."""
     mt, nt = c.shape
     n_groups = step // group
     e_max = np.empty(nt, np.int64)
+    mult = np.empty((n_groups, nt))
+    scale = np.empty(nt)
+    tot = np.empty(nt)
     cemin = c_emin
     for s0 in range(0, (k_hi - k_lo) // group, n_groups):
         for i in range(mt):
             acc = c[i]
             for j in range(nt):
                 e_max[j] = lead_exponent(acc[j], cemin, zero_exponent)
-            for g in range(s0, s0 + n_groups):
-                b = (k_lo + g * group) // scale_block
+            for g in range(n_groups):
+                b = (k_lo + (s0 + g) * group) // scale_block
                 ea = exponent(sap[i, b])
                 sva = sav[i, b]
                 srow_v = sbv[b]
                 srow_p = sbp[b]
-                z = zs[g, i]
+                z = zs[s0 + g, i]
+                m = mult[g]
                 for j in range(nt):
-                    mult = sva * srow_v[j]
+                    m[j] = sva * srow_v[j]
                     cand = ea + exponent(srow_p[j])
-                    take = (z[j] != 0.0) & (mult != 0.0)
+                    take = (z[j] != 0.0) & (m[j] != 0.0)
                     e_max[j] = max(e_max[j], cand) if take else e_max[j]
             for j in range(nt):
-                s = pow2(frac_bits - e_max[j])
-                t = acc[j] * s
-                tot = np.rint(t) if nearest_align else np.trunc(t)
-                for g in range(s0, s0 + n_groups):
-                    b = (k_lo + g * group) // scale_block
-                    t = (gs[g, i, j] * (sav[i, b] * sbv[b, j])) * s
-                    tot += np.rint(t) if nearest_align else np.trunc(t)
-                acc[j] = round_out(tot, e_max[j] - frac_bits, kept, emin, emax, nearest_out)
+                scale[j] = pow2(frac_bits - e_max[j])
+                t = acc[j] * scale[j]
+                tot[j] = np.rint(t) if nearest_align else np.trunc(t)
+            for g in range(n_groups):
+                row = gs[s0 + g, i]
+                m = mult[g]
+                for j in range(nt):
+                    t = (row[j] * m[j]) * scale[j]
+                    tot[j] += np.rint(t) if nearest_align else np.trunc(t)
+            for j in range(nt):
+                acc[j] = round_out(tot[j], e_max[j] - frac_bits, kept, emin, emax, nearest_out)
         cemin = d_emin
 
 
