@@ -40,22 +40,22 @@ def test_served_widget_replots_follows_the_url_and_refuses_bad_input(server: str
     w = Watched(browser, server)
     w.open(f"{server}/widget/Accumulator?{QUERY}")
     want = expected()
-    wait_until(lambda: w.source_data("bit") == want["cells"]["bit"], timeout=90)
+    wait_until(lambda: w.source_data("bit") == want["cells"]["bit"], timeout=180)
     assert w.source_data("label", "xs") == want["curves"]["label"]
     positive = expected(distribution="positive")
     w.page.get_by_role("combobox").nth(2).select_option("positive")  # arch, compare, distribution
-    wait_until(lambda: w.source_data("err") == positive["points"]["err"], timeout=90)
+    wait_until(lambda: w.source_data("err") == positive["points"]["err"], timeout=180)
     wait_until(lambda: "distribution=positive" in w.url())
     box = w.page.get_by_role("textbox").first  # the instruction
     box.fill("wgmma.bogus")
     box.press("Enter")
     w.page.get_by_text("Invalid input: instruction: 'wgmma.bogus' is not an instruction of hopper").first.wait_for(
-        timeout=60000)
+        timeout=150000)
     assert w.source_data("err") == positive["points"]["err"]  # the last view stays
     box.fill("default")
     box.press("Enter")
     w.page.get_by_role("combobox").nth(2).select_option("normal")
-    wait_until(lambda: w.source_data("err") == want["points"]["err"], timeout=90)
+    wait_until(lambda: w.source_data("err") == want["points"]["err"], timeout=180)
     problems = check_site_page(w.page, None, [])
     assert problems == [], problems
     w.check_clean()
@@ -66,11 +66,11 @@ def test_served_url_sets_knobs_and_refuses_a_bad_c(server: str, browser: Any) ->
     w = Watched(browser, server)
     w.open(f"{server}/widget/Accumulator?{QUERY}&c=0.1")
     # a value of the right type passes the URL; the record refuses it like a typed one
-    w.page.get_by_text("Invalid input: c: 0.1 is not exactly representable in FP32").first.wait_for(timeout=60000)
+    w.page.get_by_text("Invalid input: c: 0.1 is not exactly representable in FP32").first.wait_for(timeout=150000)
     w.page.close()
     w = Watched(browser, server)
     w.open(f"{server}/widget/Accumulator?{QUERY}&k_max=99999")
-    w.page.get_by_text("Invalid URL parameters").first.wait_for(timeout=60000)
+    w.page.get_by_text("Invalid URL parameters").first.wait_for(timeout=150000)
     w.check_clean()
     w.page.close()
 
