@@ -25,6 +25,7 @@ import pytest
 from lowprec.app.lessons import ExerciseBlock, PredictionBlock, load_lessons, render_blocks
 from lowprec.simulations.examples import example
 from tests import gemm_lesson_oracles
+from tests.stateful_oracles import STATEFUL_ORACLES
 
 F32 = np.float32
 BF16 = ml_dtypes.bfloat16
@@ -626,6 +627,7 @@ ORACLES: dict[str, Callable[[], Any]] = {
     "example:swamped_step.d": gemm_lesson_oracles.swamped_step,
     "example:blackwell_step.d": gemm_lesson_oracles.blackwell_step,
     "example:exact_interval.products": gemm_lesson_oracles.exact_interval,
+    **STATEFUL_ORACLES,  # lesson 26 (tests/stateful_oracles.py)
 }
 
 

@@ -69,6 +69,9 @@ _ENTRIES = (
     WidgetEntry("Accumulator", "lowprec.app.widgets.accumulator:Accumulator",
                 "Accumulator: what the tensor core keeps of a long sum",
                 config="lowprec.simulations.gemm.study:GemmConfig"),
+    WidgetEntry("WhoseAmax", "lowprec.app.widgets.whose_amax:WhoseAmax",
+                "Whose amax? Delayed-scaling state under accumulation, idle modules, ranks, cached weights",
+                config="lowprec.simulations.stateful.config:StatefulConfig"),
 )
 
 WIDGETS: dict[str, WidgetEntry] = {e.name: e for e in _ENTRIES}
@@ -86,6 +89,7 @@ __all__ = [  # the widget names are the keys of WIDGETS, resolved by __getattr__
     "RecomputeDivergence",
     "ScaleGrouping",
     "Accumulator",
+    "WhoseAmax",
     "get_widget_class",
 ]
 

@@ -30,6 +30,7 @@ SCALING = ("tests/test_scaling_gaps.py", "tests/test_scaling.py")
 CROSSCHECK = ("tests/test_crosscheck.py",)
 GEMM_ORACLE = ("tests/test_gemm_oracle.py",)
 GEMM_MATMUL = ("tests/test_gemm_matmul.py",)
+STATEFUL = ("tests/test_stateful.py",)
 
 
 def _codec(name: str, original: str, replacement: str, description: str, tests: tuple[str, ...] = CODEC,
@@ -930,6 +931,70 @@ _CATALOGUE: tuple[Mutant, ...] = (
            "        return False",
            "FP8 tiles refused on a tensor they do not divide, though TE and DeepGEMM pad partial tiles",
            ("tests/test_quant.py", "tests/test_quant_lab.py"), "bits_per_element or partial"),
+    # ---- simulations/stateful: who owns a delayed-scaling state, when it advances (issue 32) --------
+    Mutant("stateful-last-keeps-max", "simulations/stateful/engine.py",
+           "                        value = seen if np.isfinite(res.scale_used[t, k_last, o.rank, i]) else 0.0",
+           "                        value = max(o.staged) if o.staged else 0.0",
+           "the last-microbatch design inserts the window's maximum: the marin #7659 defect not reproduced",
+           STATEFUL, "accumulation or last_microbatch"),
+    Mutant("stateful-idle-always-rolls", "simulations/stateful/engine.py",
+           'roll = reduced != 0.0 or self.d.idle != "hold"',
+           "roll = True",
+           "an owner nobody cast in the window rolls a zero even under TE's hold rule (#825 undone)",
+           STATEFUL, "idle"),
+    Mutant("stateful-stale-slot-last-only", "simulations/stateful/engine.py",
+           "value = max(value, o.slot) if value == value else value",
+           "value = value if value else o.slot",
+           "the uncleared staging slot repeats only the previous window's amax, not its running maximum",
+           STATEFUL, "idle or stale"),
+    Mutant("stateful-owner-group-local", "simulations/stateful/engine.py",
+           'if design.reduce == "owner":\n            x_groups = [ranks]',
+           'if design.reduce == "owner":\n            x_groups = [[r] for r in ranks]',
+           "the owner-group design reduces nothing: each rank keeps its local amax",
+           STATEFUL, "reduction or shard"),
+    Mutant("stateful-subgroups-strided", "simulations/stateful/engine.py",
+           "x_groups = [ranks[i:i + c.group] for i in range(0, self.R, c.group)]",
+           "x_groups = [ranks[i::c.group] for i in range(c.group)]",
+           "reduction groups taken strided (every group-th rank) instead of as consecutive ranks",
+           STATEFUL, "reduction_group"),
+    Mutant("stateful-scale-inv-float64", "simulations/stateful/engine.py",
+           "    return float(_F32(1.0 / encode_scale))",
+           "    return 1.0 / encode_scale",
+           "the decode scale in float64: TE's scale_inv is float32(1 / scale)",
+           STATEFUL, "shard or mis_read"),
+    Mutant("stateful-live-read-ignored", "simulations/stateful/engine.py",
+           'if self.d.weight_read == "live" else cached)',
+           "if False else cached)",
+           "a cached FP8 weight always read with its own scale: the TE 1.7 (#1047) defect not reproduced",
+           STATEFUL, "cached"),
+    Mutant("stateful-update-before-forward", "simulations/stateful/engine.py",
+           "                X = layer_input(c, t, k)\n",
+           "                if self.d.accumulate == \"each\" and k > 0:\n"
+           "                    self.end_window(t, k - 1)\n"
+           "                X = layer_input(c, t, k)\n",
+           "the per-microbatch update also runs before the next forward: one window closes twice (a no-op "
+           "under TE's hold rule, whose cleared slot has nothing to insert; a second roll under the others)",
+           STATEFUL, "accumulation or idle"),
+    Mutant("stateful-expected-counts-idle", "simulations/stateful/engine.py",
+           "                if any(o.staged for o in members):\n",
+           "                if True:\n",
+           "the rule's insertion count includes owners nobody cast: an idle roll looks expected",
+           STATEFUL, "idle"),
+    Mutant("stateful-closed-form-edge-is-max", "simulations/stateful/closed_forms.py",
+           "    edge, _ = overflow_threshold(f)",
+           "    edge = f.max",
+           "the clipping threshold taken at F (448) instead of the top of F's rounding bin (464)",
+           STATEFUL, "edge or clipped_share"),
+    Mutant("stateful-reduced-scale-float64", "simulations/stateful/closed_forms.py",
+           "        s = np.float32(scaled_max / np.float32(top))",
+           "        s = np.float64(scaled_max) / top",
+           "the reduced scale computed in float64: TE computes F / amax in float32",
+           STATEFUL, "reduction"),
+    Mutant("stateful-plot-paired-coloured", "app/plots/stateful.py",
+           "    if paired or not math.isfinite(log2_factor):",
+           "    if not math.isfinite(log2_factor):",
+           "a paired read drawn in the palette's middle colour instead of the paired grey",
+           ("tests/test_stateful_widget.py",), "colour"),
 )
 
 #: every mutant; those in formats/ run with the numpy codec path (see NUMPY)
