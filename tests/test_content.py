@@ -89,8 +89,11 @@ def misspelled_format_names(markdown: str) -> list[str]:
 
 def test_lessons_in_order() -> None:
     lessons = load_lessons(LESSON_DIR)
-    assert len(lessons) == len(LESSON_FILES) == 22
-    assert [lesson.order for lesson in lessons] == list(range(1, 23))
+    assert len(lessons) == len(LESSON_FILES) >= 22
+    orders = [lesson.order for lesson in lessons]
+    # the first 22 in a row; new lessons take their file number as order (23 …), so numbers of
+    # lessons still being written may be missing until the course's order is settled (issue 31)
+    assert orders[:22] == list(range(1, 23)) and orders == sorted(set(orders))
     assert lessons[0].slug == "arithmetic-contract"
     assert all(lesson.title and lesson.summary and lesson.goal for lesson in lessons)
     # file prefix NN matches the order
@@ -205,6 +208,7 @@ VERIFIED_LINKS = {
     "https://github.com/NVIDIA/TransformerEngine",
     "https://github.com/NVIDIA/TransformerEngine/pull/24",  # FP8 meta stash for full activation recompute
     "https://github.com/NVIDIA/TransformerEngine/pull/3284",  # Preserve FP8 recompute state for inner autocast
+    "https://arxiv.org/abs/2511.10909",  # Xie, Wang, Yang, Yang, MMA-Sim: bit-accurate tensor-core models
     "https://github.com/NVIDIA/TransformerEngine/pull/74",  # sequence-parallel amax reduction fix
     "https://github.com/NVIDIA/TransformerEngine/pull/825",  # Avoid amax roll for non-run modules
     "https://github.com/NVIDIA/TransformerEngine/issues/539",  # FP8+PP+Recompute+GA>1, loss = nan

@@ -24,6 +24,7 @@ import pytest
 
 from lowprec.app.lessons import ExerciseBlock, PredictionBlock, load_lessons, render_blocks
 from lowprec.simulations.examples import example
+from tests import gemm_lesson_oracles
 from tests.stateful_oracles import STATEFUL_ORACLES
 
 F32 = np.float32
@@ -526,8 +527,9 @@ ORACLES: dict[str, Callable[[], Any]] = {
     "example:attention_three_probs.e2m1_output": lambda: float(dot(rounded_probs(E2M1))),
     "example:attention_product.rounded_product": lambda: float(dot(
         [Fraction(round(p * 4), 4) for p in P3])),  # Python's round: half to even
-    "example:accumulator_swamping.narrow_sum": lambda: 2**14,  # truncating 14 bits: 2^14 + 1 → 2^14
-    "example:accumulator_swamping.narrow_rel_error": lambda: float(1 - Fraction(2**14, 2**16)),
+    "example:hopper_ones.narrow_sum": gemm_lesson_oracles.hopper_ones_narrow,
+    "example:hopper_ones.narrow_rel_error": lambda: float(1 - Fraction(gemm_lesson_oracles.hopper_ones_narrow())
+                                                         / 2**16),
     # 9 sensitive paths
     "example:router_near_tie.top1_bf16": lambda: "tie" if cast1(3.0, BF16) == cast1(3.005, BF16) else "no tie",
     "example:bf16_bin_at_3.hi": lambda: (
@@ -618,6 +620,13 @@ ORACLES: dict[str, Callable[[], Any]] = {
     "example:conventions_edges.first_nan_input": lambda: float(np.nextafter(F32(464.0), F32(np.inf))),
     "example:conventions_edges.e8m0_zero_torch": lambda: torch_cast(0.0, "float8_e8m0fnu"),
     "example:conventions_edges.e5m2_62000_torch": lambda: torch_cast(62000.0, "float8_e5m2"),
+    # 23 what the tensor core keeps (MMA-Sim; tests/gemm_lesson_oracles.py)
+    "example:positive_k4096.bucket": lambda: gemm_lesson_oracles.positive_k4096_bucket(
+        {"0.01 %": 1e-4, "0.1 %": 1e-3, "1 %": 1e-2, "7 %": 7e-2, "30 %": 0.3}),
+    "example:c_low_bits.d_text": gemm_lesson_oracles.c_low_bits_text,
+    "example:swamped_step.d": gemm_lesson_oracles.swamped_step,
+    "example:blackwell_step.d": gemm_lesson_oracles.blackwell_step,
+    "example:exact_interval.products": gemm_lesson_oracles.exact_interval,
     **STATEFUL_ORACLES,  # lesson 26 (tests/stateful_oracles.py)
 }
 
