@@ -212,6 +212,7 @@ VERIFIED_LINKS = {
     "https://github.com/NVIDIA/TransformerEngine",
     "https://github.com/NVIDIA/TransformerEngine/pull/24",  # FP8 meta stash for full activation recompute
     "https://github.com/NVIDIA/TransformerEngine/pull/3284",  # Preserve FP8 recompute state for inner autocast
+    "https://arxiv.org/abs/2511.10909",  # Xie, Wang, Yang, Yang, MMA-Sim: bit-accurate tensor-core models
     "https://github.com/NVIDIA/TransformerEngine/pull/74",  # sequence-parallel amax reduction fix
     "https://github.com/NVIDIA/TransformerEngine/pull/825",  # Avoid amax roll for non-run modules
     "https://github.com/NVIDIA/TransformerEngine/issues/539",  # FP8+PP+Recompute+GA>1, loss = nan

@@ -62,7 +62,10 @@ def _blocks(lesson: Lesson) -> list:  # type: ignore[type-arg]
 def test_old_slugs_survive_and_orders_are_consecutive() -> None:
     slugs = [lesson.slug for lesson in LESSONS]
     assert set(SLUGS_BEFORE_ISSUE_12) <= set(slugs)
-    assert [lesson.order for lesson in LESSONS] == list(range(1, len(LESSONS) + 1))
+    orders = [lesson.order for lesson in LESSONS]
+    # new lessons take their file number as order: numbers of lessons still being written may be
+    # missing until the course's final order is settled (issue 31)
+    assert orders[:22] == list(range(1, 23)) and orders == sorted(set(orders))
     # the primer comes before the lab, the seed-001 lesson after it
     assert slugs.index("activation-checkpointing") < slugs.index("stateful-quantizers-under-recompute")
     assert slugs.index("stateful-quantizers-under-recompute") < slugs.index("isfinite-is-not-a-test")

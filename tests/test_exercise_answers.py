@@ -24,6 +24,7 @@ import pytest
 
 from lowprec.app.lessons import ExerciseBlock, PredictionBlock, load_lessons, render_blocks
 from lowprec.simulations.examples import example
+from tests import gemm_lesson_oracles
 from tests.transfer_oracles import TRANSFER_ORACLES
 from tests.stateful_oracles import STATEFUL_ORACLES
 
@@ -506,8 +507,9 @@ ORACLES: dict[str, Callable[[], Any]] = {
     "example:spike_questions.clipped_bucket": spike_clip_bucket,
     # 8 three products
     "example:attention_three_probs.e2m1_output": lambda: float(dot(rounded_probs(E2M1))),
-    "example:accumulator_swamping.narrow_sum": lambda: 2**14,  # truncating 14 bits: 2^14 + 1 → 2^14
-    "example:accumulator_swamping.narrow_rel_error": lambda: float(1 - Fraction(2**14, 2**16)),
+    "example:hopper_ones.narrow_sum": gemm_lesson_oracles.hopper_ones_narrow,
+    "example:hopper_ones.narrow_rel_error": lambda: float(1 - Fraction(gemm_lesson_oracles.hopper_ones_narrow())
+                                                         / 2**16),
     # 9 sensitive paths
     "example:router_near_tie.top1_bf16": lambda: "tie" if cast1(3.0, BF16) == cast1(3.005, BF16) else "no tie",
     "example:bf16_bin_at_3.hi": lambda: (
@@ -577,6 +579,13 @@ ORACLES: dict[str, Callable[[], Any]] = {
     "example:lab_more.six_foreign_share": lambda: six_layer_foreign_share(),
     "example:sigma_0_01.ratio": lambda: float(np.mean([a / b for a, b in (
         scale_one_ml_dtypes(0.01, seed, 2**18) for seed in (0, 1))])),
+    # 23 what the tensor core keeps (MMA-Sim; tests/gemm_lesson_oracles.py)
+    "example:positive_k4096.bucket": lambda: gemm_lesson_oracles.positive_k4096_bucket(
+        {"0.01 %": 1e-4, "0.1 %": 1e-3, "1 %": 1e-2, "7 %": 7e-2, "30 %": 0.3}),
+    "example:c_low_bits.d_text": gemm_lesson_oracles.c_low_bits_text,
+    "example:swamped_step.d": gemm_lesson_oracles.swamped_step,
+    "example:blackwell_step.d": gemm_lesson_oracles.blackwell_step,
+    "example:exact_interval.products": gemm_lesson_oracles.exact_interval,
     **STATEFUL_ORACLES,  # lesson 26 (tests/stateful_oracles.py)
 }
 
