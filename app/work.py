@@ -313,16 +313,22 @@ def run_in_process(target: str, *args: Any, slot: int | None = None, generation:
     """`module:function` called with `args` and `progress=` in a worker process, as
     `run_simulation` runs a simulation: the calling pool thread blocks until it is done; the
     function stops (`Superseded`) at its next progress report once a newer request of `slot`
-    exists; a worker that died is replaced for the next request and this one raises RuntimeError."""
+    exists. A worker that died (its pool is then broken for every request in flight, another
+    session's included) is replaced and the request tried once more; RuntimeError after that."""
     global _procs
-    pool = processes()
-    try:
-        return pool.submit(_call_in_worker, target, args, slot, generation).result()
-    except BrokenProcessPool:
-        with _procs_lock:
-            if _procs is pool:
-                _procs = None
-        raise RuntimeError(f"the worker process running {target} died (out of memory?)") from None
+    for attempt in (1, 2):
+        pool = processes()
+        try:
+            return pool.submit(_call_in_worker, target, args, slot, generation).result()
+        except BrokenProcessPool:
+            # a worker died — maybe running another session's request, which breaks the whole pool
+            # for every request in flight: a fresh pool takes this one once more
+            with _procs_lock:
+                if _procs is pool:
+                    _procs = None
+            if attempt == 2:
+                raise RuntimeError(f"the worker process running {target} died twice (out of memory?)") from None
+    raise AssertionError("unreachable")
 
 
 def shutdown() -> None:

@@ -258,3 +258,49 @@ def _npy(x: np.ndarray) -> bytes:
     buf = io.BytesIO()
     np.save(buf, x)
     return buf.getvalue()
+
+
+def test_colour_bars_and_legend_titles_follow_the_theme() -> None:
+    """Dark-mode contrast (issue 33): a colour bar's labels and title and a legend's title were
+    Bokeh's dark defaults, which the theme switch does not know, so they stayed dark on the dark
+    plot. They take the theme's roles (which the page's script swaps); a legend of a data column
+    (one entry per tensor) stacks under the plot instead of running off a phone's screen."""
+    from bokeh.models.annotations import ColorBar
+
+    from lowprec.app.theme import BOKEH_ROLES, style_bokeh
+
+    w = RecipeLab()
+    (bar,) = style_bokeh(w._map.object).select({"type": ColorBar})
+    assert bar.major_label_text_color == BOKEH_ROLES["muted_text"][0]
+    assert bar.title_text_color == BOKEH_ROLES["text"][0]
+    fig = style_bokeh(w._scatter.object)
+    legend = fig.legend[0]
+    assert legend.title_text_color == BOKEH_ROLES["text"][0]
+    assert legend in fig.below and legend.orientation == "vertical"
+
+
+def test_a_request_whose_worker_pool_broke_is_tried_once_more(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker that dies breaks its pool for every request in flight, another session's included:
+    `run_in_process` takes a fresh pool once before it reports the death (as RuntimeError)."""
+    from concurrent.futures import Future
+    from concurrent.futures.process import BrokenProcessPool
+
+    from lowprec.app import work
+
+    class Pool:
+        def __init__(self, broken: bool) -> None:
+            self.broken = broken
+
+        def submit(self, *args: object) -> Future[str]:
+            if self.broken:
+                raise BrokenProcessPool("a worker died")
+            done: Future[str] = Future()
+            done.set_result("ok")
+            return done
+
+    pools = [Pool(True), Pool(False)]
+    monkeypatch.setattr(work, "processes", lambda: pools.pop(0) if len(pools) > 1 else pools[0])
+    assert work.run_in_process("lowprec.app.lab_jobs:run", 1) == "ok"
+    pools[:] = [Pool(True), Pool(True), Pool(True)]
+    with pytest.raises(RuntimeError, match="died twice"):
+        work.run_in_process("lowprec.app.lab_jobs:run", 1)

@@ -21,6 +21,7 @@ upload only as a file in a private folder, removed with the widget. In a noteboo
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import shutil
@@ -67,6 +68,8 @@ from lowprec.simulations.lab.workbench import (
 )
 
 __all__ = ["LabDropper", "RecipeLab"]
+
+log = logging.getLogger(__name__)
 
 
 def _number(v: Any, fmt: str) -> str:
@@ -420,6 +423,10 @@ class RecipeLab(pn.viewable.Viewer):
                     self._forget_uploads(keep=None if self._upload_source is None else self._upload_source[2])
                 if isinstance(outcome.error, (ValueError, TypeError)):
                     self._fail(outcome.error)
+                    return
+                if isinstance(outcome.error, RuntimeError) and "worker process" in str(outcome.error):
+                    log.warning("RecipeLab: %s", outcome.error)  # the pool is replaced: the next run works
+                    self._fail(RuntimeError(f"{outcome.error}; try again"))
                     return
                 self._fail(RuntimeError(f"internal error ({type(outcome.error).__name__}); see the server log"))
                 raise outcome.error
