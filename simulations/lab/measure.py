@@ -46,17 +46,19 @@ the best recipe (`best_of`) is the first usable one of the ranking, else none.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any, Sequence
 
 import numpy as np
 
 from lowprec import formats
-from lowprec.formats import Format
+from lowprec.formats import Format, codec
 
 from ..metrics import _ratio_metrics, clips, overflow_threshold
-from .recipes import QuantizedChunk, Recipe
+from .recipes import BlockLayout, QuantizedChunk, Recipe
 
 __all__ = ["ChunkSignal", "ExactSum", "FLAGS", "Flag", "OUTLIER_FACTOR", "RecipeDetail", "RecipeResult", "RecipeSums",
            "StatsSums", "TensorStats", "best_of", "file_ranking", "pareto_front", "rank_results", "scale_log2",
@@ -80,12 +82,21 @@ class ExactSum:
         self.partials: list[float] = []
         self.special = 0.0
 
-    def add(self, values: np.ndarray) -> None:
+    def add(self, values: np.ndarray, compiled: bool = False) -> None:
+        """Add each of `values`; `compiled`: by the compiled twin of the loop (`_kernels.exact_grow`)."""
         v = np.asarray(values, dtype=np.float64).reshape(-1)
         fin = np.isfinite(v)
         if not fin.all():
             self.special += float(v[~fin].sum())
             v = v[fin]
+        if compiled and v.size:
+            from . import _kernels
+
+            n = len(self.partials)
+            buf = np.empty(n + v.size)
+            buf[:n] = self.partials
+            self.partials = buf[:_kernels.exact_grow(buf, n, v)].tolist()
+            return
         partials = self.partials
         for x in v.tolist():
             i = 0
@@ -111,6 +122,17 @@ def _nanmax(a: float, b: float) -> float:
     if math.isnan(a) or math.isnan(b):
         return float("nan")
     return max(a, b)
+
+
+def compiled_metrics(x: np.ndarray) -> ModuleType | None:
+    """The compiled metric kernels (`_kernels`) when the codec's switch sends an array of x's size
+    to the compiled path (`formats.codec.compiled_kernels_for`: LOWPREC_CODEC, numba present) and x
+    is a 2-D float32/float64 chunk; None: the numpy code below runs (the reference)."""
+    if x.ndim != 2 or x.dtype not in (np.float32, np.float64) or codec.compiled_kernels_for(x.size) is None:
+        return None
+    from . import _kernels
+
+    return _kernels
 
 
 def _finite_mask(x: np.ndarray) -> np.ndarray | None:
@@ -179,6 +201,18 @@ class StatsSums:
     m4: ExactSum = field(default_factory=ExactSum)
 
     def add_first(self, x: np.ndarray) -> None:
+        k = compiled_metrics(x)
+        if k is not None:
+            xc = np.ascontiguousarray(x)
+            rows = np.empty(x.shape[0])
+            finite, zeros, amax = k.stats_first(xc, 0, x.shape[0], rows)
+            self.numel += x.size
+            self.finite += int(finite)
+            self.zeros += int(zeros)
+            self.total.add(rows, compiled=True)
+            if x.size:
+                self.amax = max(self.amax, float(amax))
+            return
         fin = _finite_mask(x)
         xf = x if fin is None else np.where(fin, x, 0.0)
         x64 = xf.astype(np.float64)
@@ -199,14 +233,20 @@ class StatsSums:
         """The exponent the second pass divides by (`scale_log2` of the finite amax)."""
         return scale_log2(self.amax)
 
-    def add_second(self, x: np.ndarray) -> None:
+    def add_second(self, x: np.ndarray) -> "ChunkSignal":
+        """Pass 2 on rows x; returns the chunk's `ChunkSignal` (each row's Σ(x / 2^scale_log2)² over
+        its finite elements, the signal every recipe's sums share)."""
+        k = compiled_metrics(x)
+        if k is not None:
+            return self._add_second_compiled(k, np.ascontiguousarray(x))
         fin = _finite_mask(x)
         e = self.scale_log2
         xs = _descale(x.astype(np.float64), e)
         if fin is not None:
             xs = np.where(fin, xs, 0.0)
         sq = xs * xs
-        self.sumsq.add(sq.sum(axis=1))
+        row_sumsq = sq.sum(axis=1)
+        self.sumsq.add(row_sumsq)
         if self.has_channels:
             cs = sq.sum(axis=0)
             cc = (np.full(x.shape[1], x.shape[0], np.int64) if fin is None else fin.sum(axis=0))
@@ -219,6 +259,23 @@ class StatsSums:
         d2 = d * d
         self.m2.add(d2.sum(axis=1))
         self.m4.add((d2 * d2).sum(axis=1))
+        return ChunkSignal(x, e, row_sumsq, fin)
+
+    def _add_second_compiled(self, k: ModuleType, x: np.ndarray) -> "ChunkSignal":
+        rows, cols = x.shape
+        sumsq, m2, m4 = np.empty(rows), np.empty(rows), np.empty(rows)
+        cs, cc = (np.zeros(cols), np.zeros(cols, np.int64)) if self.has_channels else (np.zeros(0), np.zeros(0, np.int64))
+        with np.errstate(over="ignore", invalid="ignore"):
+            e = self.scale_log2
+            finite = k.stats_second(x, 0, rows, e, k.descale_factor(e), self.mean, sumsq, m2, m4, cs, cc,
+                                    self.has_channels)
+        self.sumsq.add(sumsq, compiled=True)
+        if self.has_channels:
+            self.col_sumsq = cs if self.col_sumsq is None else self.col_sumsq + cs
+            self.col_count = cc if self.col_count is None else self.col_count + cc
+        self.m2.add(m2, compiled=True)
+        self.m4.add(m4, compiled=True)
+        return ChunkSignal(x, e, sumsq, None if finite == x.size else _UNKNOWN)
 
     def result(self) -> TensorStats:
         n = self.finite
@@ -308,6 +365,11 @@ class RecipeSums:
         c = ChunkSignal(x, self.scale_log2) if chunk is None else chunk
         if c.scale_log2 != self.scale_log2:
             raise ValueError(f"the chunk is scaled by 2^{c.scale_log2}, the sums by 2^{self.scale_log2}")
+        k = compiled_metrics(x)
+        layout = q.layout if k is not None and q.cast_in.shape == x.shape else None
+        if k is not None and layout is not None:
+            self._add_compiled(k, np.ascontiguousarray(x), q, layout, c)
+            return
         with np.errstate(invalid="ignore", over="ignore"):
             d = q.x_hat - c.x64
             if c.finite is not None:
@@ -322,6 +384,35 @@ class RecipeSums:
         self.clipped += int(np.count_nonzero(clipped_mask(q, self.recipe.fmt)))
         cin = q.cast_in
         self.zeroed += int(np.count_nonzero((cin != 0) & np.isfinite(cin) & (q.cast_out == 0)))
+
+    def _add_compiled(self, k: ModuleType, x: np.ndarray, q: QuantizedChunk, layout: BlockLayout,
+                      c: "ChunkSignal") -> None:
+        """`add` by the compiled kernel (the same numbers: see `_kernels`)."""
+        rows = x.shape[0]
+        err = np.empty(rows)
+        edge, edge_overflows = overflow_threshold(self.recipe.fmt)
+        h_inv = _NO_MATRIX if q.hadamard is None else np.ascontiguousarray(np.asarray(q.hadamard, np.float64).T)
+        cin = np.ascontiguousarray(q.cast_in)
+        codes = np.ascontiguousarray(q.result.codes)
+
+        e = self.scale_log2
+        factor, all_finite = k.descale_factor(e), c.finite is None
+
+        def part(span: tuple[int, int]) -> tuple[float, bool, int, int]:
+            return k.recipe_sums(x, codes, layout.table, layout.scales, layout.br, layout.bc, layout.round32, cin,
+                                 h_inv, edge, edge_overflows, e, factor, all_finite, span[0], span[1], err,
+                                 _NO_MATRIX)
+
+        with np.errstate(invalid="ignore", over="ignore"):
+            parts = codec.map_on_threads(part, _row_spans(rows, x.size))
+        self.signal.add(c.row_sumsq, compiled=True)
+        if x.size:
+            for max_abs, nan, _, _ in parts:
+                self.max_abs = _nanmax(self.max_abs, math.nan if nan else float(max_abs))
+        self.error.add(err, compiled=True)
+        self.numel += x.size
+        self.clipped += sum(int(p[2]) for p in parts)
+        self.zeroed += sum(int(p[3]) for p in parts)
 
     def result(self, bits: float) -> RecipeResult:
         signal, error = self.signal.value, self.error.value
@@ -352,20 +443,44 @@ def clipped_mask(q: QuantizedChunk, fmt: Format) -> np.ndarray:
     return clips(mag, fmt) & (s > 0) & np.isfinite(s) & np.isfinite(cin)
 
 
+_NO_MATRIX = np.zeros((0, 0))
+_UNKNOWN = object()  # a ChunkSignal's finite mask not known yet
+
+
+def _row_spans(rows: int, size: int) -> list[tuple[int, int]]:
+    """Row ranges of a chunk, one per codec thread (`codec.threads_for` its size)."""
+    n = max(1, min(rows, codec.threads_for(size)))
+    step = -(-rows // n)
+    return [(lo, min(rows, lo + step)) for lo in range(0, rows, step)] or [(0, 0)]
+
+
 class ChunkSignal:
     """What every recipe's sums need from one chunk of rows: the rows as float64, the finite mask
-    (None when all are finite) and each row's Σ(x / 2^scale_log2)² over its finite elements."""
+    (None when all are finite) and each row's Σ(x / 2^scale_log2)² over its finite elements
+    (`row_sumsq`: given when known, as `StatsSums.add_second` returns it). The float64 rows and the
+    mask are formed when first read (the compiled metrics read x itself)."""
 
-    def __init__(self, x: np.ndarray, scale_log2: int = 0) -> None:
-        self.finite = _finite_mask(x)
+    def __init__(self, x: np.ndarray, scale_log2: int = 0, row_sumsq: np.ndarray | None = None,
+                 finite: Any = _UNKNOWN) -> None:
+        self.x = x
         self.scale_log2 = scale_log2
-        x64 = x.astype(np.float64)
-        self.x64 = x64
-        masked = x64 if self.finite is None else np.where(self.finite, x64, 0.0)
-        if scale_log2:
-            masked = np.ldexp(masked, -scale_log2)
-        with np.errstate(over="ignore"):
-            self.row_sumsq = (masked * masked).sum(axis=1)
+        if finite is not _UNKNOWN:  # None when every element is finite, else the mask (_UNKNOWN: form it)
+            self.finite = finite
+        if row_sumsq is None:
+            masked = self.x64 if self.finite is None else np.where(self.finite, self.x64, 0.0)
+            if scale_log2:
+                masked = np.ldexp(masked, -scale_log2)
+            with np.errstate(over="ignore"):
+                row_sumsq = (masked * masked).sum(axis=1)
+        self.row_sumsq = row_sumsq
+
+    @functools.cached_property
+    def finite(self) -> np.ndarray | None:
+        return _finite_mask(self.x)
+
+    @functools.cached_property
+    def x64(self) -> np.ndarray:
+        return self.x.astype(np.float64)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -47,7 +47,6 @@ import numpy as np
 from ..granularity import parse_granularity
 from .limits import LIMITS, LINE_SEGMENT, ReadLimits
 from .measure import (
-    ChunkSignal,
     DetailSums,
     Flag,
     RecipeDetail,
@@ -199,8 +198,7 @@ def _analyze_rows(ref: TensorRef, source: RowSource, recipes: Sequence[Recipe], 
         dsums = (DetailSums(detail_recipe, rows, cols, tile, scale_log2=e, line=line)
                  if detail_recipe is not None else None)
         for lo, x in _chunks(source, line, step):
-            stats.add_second(x)
-            chunk = ChunkSignal(x, e)
+            chunk = stats.add_second(x)
             for r in active:
                 q = quantize_chunk(run[r.name], x, amax)
                 sums[r.name].add(x, q, chunk)
