@@ -34,15 +34,18 @@ row range [lo, hi) so a chunk can be split over the codec's threads (they releas
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
 import numpy as np
 from numba import njit  # type: ignore[import-untyped]
 
+from lowprec.formats import CastPolicy, Format, IntFormat, Rounding
 from lowprec.formats import _kernels as K
 
-__all__ = ["descale_factor", "exact_grow", "recipe_sums", "rht_forward", "stats_first", "stats_second"]
+__all__ = ["abs_mask", "block_amax", "block_amax_bits", "cast_kernel", "descale_factor", "exact_grow", "recipe_sums",
+           "rht_forward", "stats_first", "stats_second"]
 
 
 
@@ -57,7 +60,19 @@ def _jit(fn: Any) -> Any:
     return njit(nogil=True, cache=False, error_model="numpy")(fn)
 
 
+# Writing for LLVM's vectoriser: arrays are read flat with unsigned indices (numba's signed indices
+# carry a wraparound check that keeps a loop scalar), one simple loop per step, and the reductions are
+# integer ones (counts; a maximum of |d| taken on its bit pattern, where NaN sorts above every
+# number), because a floating-point max or a mixed reduction leaves a loop scalar without fast-math.
+_ABS64 = np.uint64(0x7FFFFFFFFFFFFFFF)
+_INF64 = np.uint64(0x7FF0000000000000)
 _TINY = 2.0**-1000
+_TIGHT = 1.0 - 2.0**-40
+
+
+@_jit  # type: ignore[misc]
+def _u(i: int) -> Any:
+    return np.uint64(i)
 
 
 @_jit  # type: ignore[misc]
@@ -66,31 +81,31 @@ def _pairwise_leaf(a: Any, lo: int, n: int) -> float:
     if n < 8:
         res = 0.0
         for i in range(n):
-            res += a[lo + i]
+            res += a[_u(lo + i)]
         return res
-    r0 = a[lo]
-    r1 = a[lo + 1]
-    r2 = a[lo + 2]
-    r3 = a[lo + 3]
-    r4 = a[lo + 4]
-    r5 = a[lo + 5]
-    r6 = a[lo + 6]
-    r7 = a[lo + 7]
+    r0 = a[_u(lo)]
+    r1 = a[_u(lo + 1)]
+    r2 = a[_u(lo + 2)]
+    r3 = a[_u(lo + 3)]
+    r4 = a[_u(lo + 4)]
+    r5 = a[_u(lo + 5)]
+    r6 = a[_u(lo + 6)]
+    r7 = a[_u(lo + 7)]
     i = 8
     stop = n - (n % 8)
     while i < stop:
-        r0 += a[lo + i]
-        r1 += a[lo + i + 1]
-        r2 += a[lo + i + 2]
-        r3 += a[lo + i + 3]
-        r4 += a[lo + i + 4]
-        r5 += a[lo + i + 5]
-        r6 += a[lo + i + 6]
-        r7 += a[lo + i + 7]
+        r0 += a[_u(lo + i)]
+        r1 += a[_u(lo + i + 1)]
+        r2 += a[_u(lo + i + 2)]
+        r3 += a[_u(lo + i + 3)]
+        r4 += a[_u(lo + i + 4)]
+        r5 += a[_u(lo + i + 5)]
+        r6 += a[_u(lo + i + 6)]
+        r7 += a[_u(lo + i + 7)]
         i += 8
     res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
     while i < n:
-        res += a[lo + i]
+        res += a[_u(lo + i)]
         i += 1
     return res
 
@@ -106,7 +121,6 @@ def _pairwise(a: Any, lo: int, n: int) -> float:
     node_n = np.empty(192, np.int64)
     node_done = np.empty(192, np.bool_)
     vals = np.empty(96)
-    top = 0
     nv = 0
     node_lo[0] = lo
     node_n[0] = n
@@ -153,25 +167,32 @@ def descale_factor(e: int) -> float:
 
 
 @_jit  # type: ignore[misc]
+def _float_of_bits(b: Any) -> float:
+    return K._float_of(b, 0.0)
+
+
+@_jit  # type: ignore[misc]
 def stats_first(x: Any, lo: int, hi: int, row_sums: Any) -> Any:
-    """Rows lo..hi of x (2-D float32/float64): each row's Σx over its finite elements (into
-    row_sums[r]); returns (finite count, exact zeros, amax of the finite elements)."""
+    """Rows lo..hi of x (2-D float32/float64, C-contiguous): each row's Σx over its finite elements
+    (into row_sums[r]); returns (finite count, exact zeros, amax of the finite elements)."""
     cols = x.shape[1]
+    xf = x.reshape(-1)
     buf = np.empty(cols)
     finite = 0
     zeros = 0
-    amax = 0.0
+    amax = np.uint64(0)
     for r in range(lo, hi):
+        base = r * cols
         for j in range(cols):
-            v = np.float64(x[r, j])
-            fin = abs(v) < np.inf
+            v = np.float64(xf[_u(base + j)])
+            b = K._bits_of(v) & _ABS64
+            fin = b < _INF64
             zeros += np.int64(v == 0)
             finite += np.int64(fin)
-            a = abs(v) if fin else 0.0
-            amax = a if a > amax else amax
-            buf[j] = v if fin else 0.0
+            amax = max(amax, b if fin else np.uint64(0))
+            buf[_u(j)] = v if fin else 0.0
         row_sums[r] = _row_sum(buf, cols)
-    return finite, zeros, amax
+    return finite, zeros, _float_of_bits(amax)
 
 
 @_jit  # type: ignore[misc]
@@ -182,25 +203,39 @@ def stats_second(x: Any, lo: int, hi: int, e: int, factor: float, mean: float, s
     added in row order into col_sumsq / col_count (which start at 0 for the chunk); returns the
     count of finite elements."""
     cols = x.shape[1]
+    xf = x.reshape(-1)
     b1 = np.empty(cols)
     b2 = np.empty(cols)
     b3 = np.empty(cols)
     finite = 0
     for r in range(lo, hi):
-        for j in range(cols):
-            v = np.float64(x[r, j])
-            fin = abs(v) < np.inf
-            finite += np.int64(fin)
-            xs = _descale(v, e, factor)
-            d = _descale(v - mean, e, factor)
-            d2 = d * d
-            sq = xs * xs if fin else 0.0
-            b1[j] = sq
-            b2[j] = d2 if fin else 0.0
-            b3[j] = d2 * d2 if fin else 0.0
-            if channels:
-                col_sumsq[j] += sq
-                col_count[j] += np.int64(fin)
+        base = r * cols
+        if factor != 0.0:
+            for j in range(cols):
+                v = np.float64(xf[_u(base + j)])
+                fin = abs(v) < np.inf
+                finite += np.int64(fin)
+                xs = v * factor
+                d = (v - mean) * factor
+                d2 = d * d
+                b1[_u(j)] = xs * xs if fin else 0.0
+                b2[_u(j)] = d2 if fin else 0.0
+                b3[_u(j)] = d2 * d2 if fin else 0.0
+        else:
+            for j in range(cols):
+                v = np.float64(xf[_u(base + j)])
+                fin = abs(v) < np.inf
+                finite += np.int64(fin)
+                xs = _descale(v, e, factor)
+                d = _descale(v - mean, e, factor)
+                d2 = d * d
+                b1[_u(j)] = xs * xs if fin else 0.0
+                b2[_u(j)] = d2 if fin else 0.0
+                b3[_u(j)] = d2 * d2 if fin else 0.0
+        if channels:
+            for j in range(cols):
+                col_sumsq[_u(j)] += b1[_u(j)]
+                col_count[_u(j)] += np.int64(abs(xf[_u(base + j)]) < np.inf)
         sumsq[r] = _row_sum(b1, cols)
         m2[r] = _row_sum(b2, cols)
         m4[r] = _row_sum(b3, cols)
@@ -208,109 +243,350 @@ def stats_second(x: Any, lo: int, hi: int, e: int, factor: float, mean: float, s
 
 
 @_jit  # type: ignore[misc]
+def _clip_limit(edge: float, s: float) -> float:
+    """Below this |cin|, |cin| / s is surely inside the edge: fl(|cin| / s) ≥ edge needs |cin| ≥
+    edge · s · (1 − 2^-53), and the limit edge · s · (1 − 2^-40) lies below that whatever the rounding
+    of its two products — for a normal s; below 2^-1000, where s may be subnormal and its products
+    lose relative precision, 0 (every element takes the exact test). An infinite or NaN limit lets no
+    element through: there the exact test could only say "not clipped"."""
+    return edge * s * _TIGHT if s >= _TINY else 0.0
+
+
+@_jit  # type: ignore[misc]
+def _row_tail(x: Any, cin: Any, base: int, cols: int, out: Any, s_grid: Any, sr: int, bc: int, back: Any, sq: Any,
+              h_inv: Any, edge: float, edge_overflows: bool, e: int, factor: float, all_finite: bool,
+              x_hat_out: Any) -> Any:
+    """A row once its dequantized values `out` are known (x and cin flat, the row at base; its
+    blocks of bc elements decoded by s_grid[sr, ·]): flushed and clipped counts from cin, x̂ (out,
+    or out transformed back by h_inv when it is 16 × 16) and its Σ((x̂ − x)/2^e)², the largest |x̂ − x|
+    as a bit pattern (a NaN above every number) over the finite elements of x; returns (row sum,
+    max bits, clipped, flushed)."""
+    zeroed = 0
+    for j in range(cols):
+        c = np.float64(cin[_u(base + j)])
+        zeroed += np.int64((abs(c) < np.inf) & (c != 0) & (out[_u(j)] == 0))
+    clipped = 0
+    for b0 in range(0, cols, bc):
+        s = s_grid[sr, b0 // bc]
+        lim = _clip_limit(edge, s)
+        b1 = min(cols, b0 + bc)
+        cand = 0
+        for j in range(b0, b1):
+            cand += np.int64(abs(np.float64(cin[_u(base + j)])) > lim)
+        if cand:  # rare: the exact test, as `clipped_mask`
+            for j in range(b0, b1):
+                ac = abs(np.float64(cin[_u(base + j)]))
+                mag = ac / s
+                if ((mag > edge) or (edge_overflows and mag == edge)) and ac < np.inf and s > 0 and s < np.inf:
+                    clipped += 1
+    if h_inv.shape[0] == 16:
+        hf = h_inv.reshape(-1)
+        for b0 in range(0, cols, 16):  # each output summed over the block in order, as numpy's product
+            _block16(out, b0, hf, back, b0)
+        src = back
+    else:
+        src = out
+    if x_hat_out.shape[0] > 0:
+        for j in range(cols):
+            x_hat_out[_u(base + j)] = src[_u(j)]
+    mx = np.uint64(0)
+    if all_finite and factor != 0.0:  # the common case, branch-free
+        for j in range(cols):
+            d = src[_u(j)] - np.float64(x[_u(base + j)])
+            mx = max(mx, K._bits_of(d) & _ABS64)
+            d = d * factor
+            sq[_u(j)] = d * d
+    else:
+        for j in range(cols):
+            xv = np.float64(x[_u(base + j)])
+            d = src[_u(j)] - xv if abs(xv) < np.inf else 0.0
+            mx = max(mx, K._bits_of(d) & _ABS64)
+            d = _descale(d, e, factor)
+            sq[_u(j)] = d * d
+    return _row_sum(sq, cols), mx, clipped, zeroed
+
+
+@_jit  # type: ignore[misc]
+def _result(mx: Any) -> Any:
+    """(max |x̂ − x|, whether it was NaN) from the largest bit pattern."""
+    return _float_of_bits(mx), mx > _INF64
+
+
+@_jit  # type: ignore[misc]
 def recipe_sums(x: Any, codes: Any, table: Any, scales: Any, br: int, bc: int, round32: bool, cin: Any,
                 h_inv: Any, edge: float, edge_overflows: bool, e: int, factor: float, all_finite: bool, lo: int,
                 hi: int, err: Any, x_hat_out: Any) -> Any:
-    """One recipe on rows lo..hi of a chunk x (2-D): the dequantized values x̂ = decode × scale
-    (table[code] · scales[r // br, c // bc], rounded to float32 with `round32`), transformed back
-    by h_inv (16 × 16, Hᵀ) when it is non-empty; per row Σ((x̂ − x)/2^e)² over the finite elements of
-    x (into err[r]; `all_finite`: x has no other); returns (max |x̂ − x| over them, whether one was
-    NaN, clipped count, flushed count). Clipped: |cin| / scale beyond `edge` (or at it when
-    `edge_overflows`), for a finite cin under a positive finite scale; flushed: cin ≠ 0 finite and
-    its dequantized value 0 (cin: the values that entered the cast). With a non-empty x_hat_out, x̂
-    is written there (tests)."""
+    """One recipe on rows lo..hi of a chunk x (2-D, C-contiguous, as codes and cin): the dequantized
+    values x̂ = decode × scale (table[code] · scales[r // br, c // bc], rounded to float32 with
+    `round32`), transformed back by h_inv (16 × 16, Hᵀ) when it is non-empty; per row
+    Σ((x̂ − x)/2^e)² over the finite elements of x (into err[r]; `all_finite`: x has no other);
+    returns (max |x̂ − x| over them, whether one was NaN, clipped count, flushed count). Clipped:
+    |cin| / scale beyond `edge` (or at it when `edge_overflows`), for a finite cin under a positive
+    finite scale; flushed: cin ≠ 0 finite and its dequantized value 0 (cin: the values that entered
+    the cast). With a non-empty x_hat_out (flat), x̂ is written there (tests)."""
     cols = x.shape[1]
+    xf = x.reshape(-1)
+    cf = codes.reshape(-1)
+    inf = cin.reshape(-1)
     out = np.empty(cols)
-    srow = np.empty(cols)
-    lrow = np.empty(cols)
     back = np.empty(cols)
     sq = np.empty(cols)
-    rht = h_inv.shape[0] == 16
-    keep = x_hat_out.shape[0] > 0
-    max_abs = 0.0
-    nan = False
+    mx = np.uint64(0)
     clipped = 0
     zeroed = 0
     for r in range(lo, hi):
         sr = r // br
+        base = r * cols
         for b0 in range(0, cols, bc):
             s = scales[sr, b0 // bc]
-            # below lim, |cin| / s is surely inside the edge (a 1 % margin over the rounding of both
-            # products; s below 2^-1000 may be subnormal, whose products lose relative precision)
-            lim = edge * s * 0.99 if s >= _TINY else 0.0
             for j in range(b0, min(cols, b0 + bc)):
-                out[j] = table[codes[r, j]] * s
-                srow[j] = s
-                lrow[j] = lim
+                out[_u(j)] = table[_u(cf[_u(base + j)])] * s
         if round32:
             for j in range(cols):
-                out[j] = np.float64(np.float32(out[j]))
-        for j in range(cols):
-            c = np.float64(cin[r, j])
-            zeroed += np.int64((abs(c) < np.inf) & (c != 0) & (out[j] == 0))
-        for j in range(cols):
-            ac = abs(np.float64(cin[r, j]))
-            if ac > lrow[j]:  # rare: the exact test
-                s = srow[j]
-                mag = ac / s
-                if (mag > edge or (edge_overflows and mag == edge)) and ac < np.inf and s > 0 and s < np.inf:
-                    clipped += 1
-        if rht:
-            for b0 in range(0, cols, 16):
-                for k in range(16):
-                    acc = 0.0
-                    for m in range(16):
-                        acc += out[b0 + m] * h_inv[m, k]
-                    back[b0 + k] = acc
-            src = back
-        else:
-            src = out
-        if keep:
-            for j in range(cols):
-                x_hat_out[r, j] = src[j]
-        row_nan = False
-        if all_finite and factor != 0.0:  # the common case, branch-free
-            for j in range(cols):
-                d = src[j] - np.float64(x[r, j])
-                a = abs(d)
-                row_nan |= a != a
-                max_abs = a if a > max_abs else max_abs
-                d = d * factor
-                sq[j] = d * d
-        else:
-            for j in range(cols):
-                xv = np.float64(x[r, j])
-                d = src[j] - xv if abs(xv) < np.inf else 0.0
-                a = abs(d)
-                row_nan |= a != a
-                max_abs = a if a > max_abs else max_abs
-                d = _descale(d, e, factor)
-                sq[j] = d * d
-        nan |= row_nan
-        err[r] = _row_sum(sq, cols)
+                out[_u(j)] = np.float64(np.float32(out[_u(j)]))
+        err[r], m, c, z = _row_tail(xf, inf, base, cols, out, scales, sr, bc, back, sq, h_inv, edge, edge_overflows,
+                                    e, factor, all_finite, x_hat_out)
+        mx = max(mx, m)
+        clipped += c
+        zeroed += z
+    max_abs, nan = _result(mx)
     return max_abs, nan, clipped, zeroed
 
 
 @_jit  # type: ignore[misc]
-def rht_forward(x: Any, h: Any, in_order32: bool, lo: int, hi: int, out: Any) -> None:
-    """Rows lo..hi of x (2-D, float32 or float64, last axis a multiple of 16) times H blockwise into
-    out (x's dtype): each output the 16 products summed in order from 0.0 in float64 and rounded once
-    to out's dtype, or with `in_order32` (float32 x) summed in float32 (Transformer Engine)."""
+def block_amax(x: Any, bc: int, lo: int, hi: int, out: Any) -> None:
+    """out[r, b] = max |x| over x[r, b·bc:(b + 1)·bc] for rows lo..hi, a NaN element making it NaN
+    (as `np.max` of the group's |x| in float64)."""
     cols = x.shape[1]
-    h32 = h.astype(np.float32)
+    xf = x.reshape(-1)
     for r in range(lo, hi):
-        for b0 in range(0, cols, 16):
-            for k in range(16):
-                if in_order32:
-                    acc32 = np.float32(0.0)
-                    for m in range(16):
-                        acc32 = acc32 + np.float32(x[r, b0 + m]) * h32[m, k]
-                    out[r, b0 + k] = acc32
+        base = r * cols
+        for b0 in range(0, cols, bc):
+            m = np.uint64(0)
+            for j in range(b0, min(cols, b0 + bc)):
+                m = max(m, K._bits_of(np.float64(xf[_u(base + j)])) & _ABS64)
+            out[r, b0 // bc] = np.nan if m > _INF64 else _float_of_bits(m)
+
+
+@_jit  # type: ignore[misc]
+def block_amax_bits(x: Any, br: int, bc: int, mask: Any, lo: int, hi: int, out: Any) -> None:
+    """out[i, b] = the largest |x| bit pattern over the block of br × bc elements at (i·br, b·bc) (an
+    unsigned view: NaN > Inf > finite; `quant._blockwise.amax_bits` of the block), for block rows
+    lo..hi; out and mask (the bits below the sign) are uint32 for float32 x, uint64 for float64 x."""
+    cols = x.shape[1]
+    xf = x.reshape(-1)
+    for i in range(lo, hi):
+        for b0 in range(0, cols, bc):
+            m = mask - mask
+            for r in range(i * br, (i + 1) * br):
+                base = r * cols
+                for j in range(b0, b0 + bc):
+                    m = max(m, K._bits_of(xf[_u(base + j)]) & mask)
+            out[i, b0 // bc] = m
+
+
+def _cast_loops(ep: Any, U: Any, integer: bool, out_mask: int) -> Any:
+    """The fused kernel of a scaled element cast (`quantize_scaled`'s element step, NVFP4's under
+    the ocp quotient rule) and the lab's sums: each element of `src` scaled in float64 by its block's
+    factor a (src · a, or src / a with `divide`, 0 where a is not positive) and cast by the codec's
+    own element function under its plan `ep` (`formats._kernels`: `_int_elem` on INT grids,
+    `_float_elem` otherwise, reading a float64 input as the codec's loaders do), so the codes are
+    the codec's; then decoded × the block's decode scale s (rounded to float32 with `round32`) and
+    `_row_tail`. A closure over the plan's constants, compiled per format and policy as the codec's
+    kernels are."""
+    via32 = ep.in_kind == K._IN_F64_VIA_F32
+    mask = np.uint16(out_mask)
+
+    def kernel(x: Any, src: Any, a_grid: Any, s_grid: Any, br: int, bc: int, divide: bool, round32: bool,
+               table: Any, h_inv: Any, edge: float, edge_overflows: bool, e: int, factor: float, all_finite: bool,
+               lo: int, hi: int, err: Any, x_hat_out: Any, codes_out: Any) -> Any:
+        cols = x.shape[1]
+        xf = x.reshape(-1)
+        sf = src.reshape(-1)
+        out = np.empty(cols)
+        back = np.empty(cols)
+        sq = np.empty(cols)
+        scaled = np.empty(cols)
+        codes = np.empty(cols, np.uint16)
+        keep_codes = codes_out.shape[0] > 0
+        mx = np.uint64(0)
+        clipped = 0
+        zeroed = 0
+        refused = False
+        for r in range(lo, hi):
+            sr = r // br
+            base = r * cols
+            for b0 in range(0, cols, bc):  # the scaled values, block by block
+                a = a_grid[sr, b0 // bc]
+                b1 = min(cols, b0 + bc)
+                if not divide:
+                    for j in range(b0, b1):
+                        scaled[_u(j)] = np.float64(sf[_u(base + j)]) * a
+                elif a > 0:
+                    for j in range(b0, b1):
+                        scaled[_u(j)] = np.float64(sf[_u(base + j)]) / a
                 else:
-                    acc = 0.0
-                    for m in range(16):
-                        acc += np.float64(x[r, b0 + m]) * h[m, k]
-                    out[r, b0 + k] = acc
+                    for j in range(b0, b1):
+                        scaled[_u(j)] = 0.0
+            for j in range(cols):  # the cast: the codec's element function, in a loop of its own
+                if integer:
+                    if via32:
+                        ci, ref = K._int_elem(np.float64(np.float32(scaled[_u(j)])), np.uint32(0), ep)
+                    else:
+                        ci, ref = K._int_elem(scaled[_u(j)], np.uint32(0), ep)
+                    codes[_u(j)] = np.uint16(ci) & mask
+                else:
+                    if via32:
+                        b = U(K._bits_of(np.float32(scaled[_u(j)])))
+                    else:
+                        b = U(K._bits_of(scaled[_u(j)]))
+                    cf, ref = K._float_elem(b, np.uint32(0), np.uint32(0), ep, U)
+                    codes[_u(j)] = np.uint16(cf & U(out_mask))
+                refused |= ref
+            if keep_codes:
+                for j in range(cols):
+                    codes_out[_u(base + j)] = codes[_u(j)]
+            for b0 in range(0, cols, bc):  # decoded × the block's decode scale
+                s = s_grid[sr, b0 // bc]
+                for j in range(b0, min(cols, b0 + bc)):
+                    out[_u(j)] = table[_u(codes[_u(j)])] * s
+            if round32:
+                for j in range(cols):
+                    out[_u(j)] = np.float64(np.float32(out[_u(j)]))
+            err[r], m, c, z = _row_tail(xf, sf, base, cols, out, s_grid, sr, bc, back, sq, h_inv, edge,
+                                        edge_overflows, e, factor, all_finite, x_hat_out)
+            mx = max(mx, m)
+            clipped += c
+            zeroed += z
+        max_abs, nan = _result(mx)
+        return max_abs, nan, clipped, zeroed, refused
+
+    return kernel
+
+
+@functools.lru_cache(maxsize=None)
+def _cast_compiled(ep: Any, U: Any, integer: bool, out_mask: int) -> Any:
+    return _jit(_cast_loops(ep, U, integer, out_mask))
+
+
+def cast_kernel(fmt: Format, policy: CastPolicy) -> Any | None:
+    """The fused cast kernel (`_cast_loops`) of an element format and policy on float64 scaled
+    values, or None where there is none (stochastic rounding, E8M0's float32 exponent-field rule)."""
+    if policy.rounding is Rounding.STOCHASTIC:
+        return None
+    out_mask = (1 << (8 * np.dtype(fmt.code_dtype).itemsize)) - 1
+    if isinstance(fmt, IntFormat):
+        return _cast_compiled(K.int_plan(fmt, policy, np.dtype(np.float64)), None, True, out_mask)
+    ep, U = K.float_plan(fmt, policy, np.dtype(np.float64))
+    if ep.exp_field:
+        return None
+    return _cast_compiled(ep, U, False, out_mask)
+
+
+def abs_mask(dtype: np.dtype) -> Any:
+    """The bits below the sign of a float32 (uint32) or float64 (uint64) pattern."""
+    return np.uint32(0x7FFFFFFF) if np.dtype(dtype) == np.float32 else np.uint64(0x7FFFFFFFFFFFFFFF)
+
+
+@_jit  # type: ignore[misc]
+def _block16(src: Any, s0: int, h: Any, dst: Any, d0: int) -> None:
+    """dst[d0 + k] = Σ_m src[s0 + m] · h[16m + k] for k < 16, summed in float64 in order from 0.0 (h flat float64)."""
+    x0 = np.float64(src[_u(s0 + 0)])
+    x1 = np.float64(src[_u(s0 + 1)])
+    x2 = np.float64(src[_u(s0 + 2)])
+    x3 = np.float64(src[_u(s0 + 3)])
+    x4 = np.float64(src[_u(s0 + 4)])
+    x5 = np.float64(src[_u(s0 + 5)])
+    x6 = np.float64(src[_u(s0 + 6)])
+    x7 = np.float64(src[_u(s0 + 7)])
+    x8 = np.float64(src[_u(s0 + 8)])
+    x9 = np.float64(src[_u(s0 + 9)])
+    x10 = np.float64(src[_u(s0 + 10)])
+    x11 = np.float64(src[_u(s0 + 11)])
+    x12 = np.float64(src[_u(s0 + 12)])
+    x13 = np.float64(src[_u(s0 + 13)])
+    x14 = np.float64(src[_u(s0 + 14)])
+    x15 = np.float64(src[_u(s0 + 15)])
+    for k in range(16):  # 16 independent sums, each over m in order
+        acc = 0.0
+        acc = acc + x0 * h[_u(k)]
+        acc = acc + x1 * h[_u(16 + k)]
+        acc = acc + x2 * h[_u(32 + k)]
+        acc = acc + x3 * h[_u(48 + k)]
+        acc = acc + x4 * h[_u(64 + k)]
+        acc = acc + x5 * h[_u(80 + k)]
+        acc = acc + x6 * h[_u(96 + k)]
+        acc = acc + x7 * h[_u(112 + k)]
+        acc = acc + x8 * h[_u(128 + k)]
+        acc = acc + x9 * h[_u(144 + k)]
+        acc = acc + x10 * h[_u(160 + k)]
+        acc = acc + x11 * h[_u(176 + k)]
+        acc = acc + x12 * h[_u(192 + k)]
+        acc = acc + x13 * h[_u(208 + k)]
+        acc = acc + x14 * h[_u(224 + k)]
+        acc = acc + x15 * h[_u(240 + k)]
+        dst[_u(d0 + k)] = acc
+
+
+@_jit  # type: ignore[misc]
+def _block16_f32(src: Any, s0: int, h: Any, dst: Any, d0: int) -> None:
+    """As `_block16` with every product and sum in float32 (h flat float32): Transformer Engine's order."""
+    x0 = np.float32(src[_u(s0 + 0)])
+    x1 = np.float32(src[_u(s0 + 1)])
+    x2 = np.float32(src[_u(s0 + 2)])
+    x3 = np.float32(src[_u(s0 + 3)])
+    x4 = np.float32(src[_u(s0 + 4)])
+    x5 = np.float32(src[_u(s0 + 5)])
+    x6 = np.float32(src[_u(s0 + 6)])
+    x7 = np.float32(src[_u(s0 + 7)])
+    x8 = np.float32(src[_u(s0 + 8)])
+    x9 = np.float32(src[_u(s0 + 9)])
+    x10 = np.float32(src[_u(s0 + 10)])
+    x11 = np.float32(src[_u(s0 + 11)])
+    x12 = np.float32(src[_u(s0 + 12)])
+    x13 = np.float32(src[_u(s0 + 13)])
+    x14 = np.float32(src[_u(s0 + 14)])
+    x15 = np.float32(src[_u(s0 + 15)])
+    for k in range(16):  # 16 independent sums, each over m in order
+        acc = np.float32(0.0)
+        acc = acc + x0 * h[_u(k)]
+        acc = acc + x1 * h[_u(16 + k)]
+        acc = acc + x2 * h[_u(32 + k)]
+        acc = acc + x3 * h[_u(48 + k)]
+        acc = acc + x4 * h[_u(64 + k)]
+        acc = acc + x5 * h[_u(80 + k)]
+        acc = acc + x6 * h[_u(96 + k)]
+        acc = acc + x7 * h[_u(112 + k)]
+        acc = acc + x8 * h[_u(128 + k)]
+        acc = acc + x9 * h[_u(144 + k)]
+        acc = acc + x10 * h[_u(160 + k)]
+        acc = acc + x11 * h[_u(176 + k)]
+        acc = acc + x12 * h[_u(192 + k)]
+        acc = acc + x13 * h[_u(208 + k)]
+        acc = acc + x14 * h[_u(224 + k)]
+        acc = acc + x15 * h[_u(240 + k)]
+        dst[_u(d0 + k)] = acc
+
+
+@_jit  # type: ignore[misc]
+def rht_forward(x: Any, h: Any, in_order32: bool, lo: int, hi: int, out: Any) -> None:
+    """Rows lo..hi of x (2-D, float32 or float64, C-contiguous, last axis a multiple of 16) times H
+    blockwise into out (x's dtype): each output the 16 products summed in order from 0.0 in float64
+    and rounded once to out's dtype, or with `in_order32` (float32 x) summed in float32 (Transformer
+    Engine)."""
+    cols = x.shape[1]
+    xf = x.reshape(-1)
+    of = out.reshape(-1)
+    hf = np.ascontiguousarray(h).reshape(-1)
+    h32 = hf.astype(np.float32)
+    acc = np.empty(16)
+    for b0 in range(lo * cols, hi * cols, 16):
+        if in_order32:
+            _block16_f32(xf, b0, h32, of, b0)
+        else:
+            _block16(xf, b0, hf, acc, 0)
+            for k in range(16):
+                of[_u(b0 + k)] = acc[_u(k)]
 
 
 @_jit  # type: ignore[misc]

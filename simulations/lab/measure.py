@@ -58,7 +58,7 @@ from lowprec import formats
 from lowprec.formats import Format, codec
 
 from ..metrics import _ratio_metrics, clips, overflow_threshold
-from .recipes import BlockLayout, QuantizedChunk, Recipe
+from .recipes import BlockLayout, FusedCast, QuantizedChunk, Recipe
 
 __all__ = ["ChunkSignal", "ExactSum", "FLAGS", "Flag", "OUTLIER_FACTOR", "RecipeDetail", "RecipeResult", "RecipeSums",
            "StatsSums", "TensorStats", "best_of", "file_ranking", "pareto_front", "rank_results", "scale_log2",
@@ -366,6 +366,8 @@ class RecipeSums:
         if c.scale_log2 != self.scale_log2:
             raise ValueError(f"the chunk is scaled by 2^{c.scale_log2}, the sums by 2^{self.scale_log2}")
         k = compiled_metrics(x)
+        if k is not None and q.fused is not None and self._add_fused(k, np.ascontiguousarray(x), q.fused, c):
+            return
         layout = q.layout if k is not None and q.cast_in.shape == x.shape else None
         if k is not None and layout is not None:
             self._add_compiled(k, np.ascontiguousarray(x), q, layout, c)
@@ -385,6 +387,42 @@ class RecipeSums:
         cin = q.cast_in
         self.zeroed += int(np.count_nonzero((cin != 0) & np.isfinite(cin) & (q.cast_out == 0)))
 
+    def _add_fused(self, k: ModuleType, x: np.ndarray, f: FusedCast, c: "ChunkSignal") -> bool:
+        """`add` by the fused kernel, the quantizer included (`recipes.fused_cast`); False, with
+        nothing added, where the policy refuses an element (the numpy quantizer raises its error)."""
+        rows = x.shape[0]
+        err = np.empty(rows)
+        edge, edge_overflows = overflow_threshold(self.recipe.fmt)
+        e = self.scale_log2
+        factor, all_finite = k.descale_factor(e), c.finite is None
+        h_inv = _NO_MATRIX if f.hadamard is None else np.ascontiguousarray(np.asarray(f.hadamard, np.float64).T)
+
+        def part(span: tuple[int, int]) -> tuple[float, bool, int, int, bool]:
+            return f.kernel(x, f.src, f.a, f.s, f.br, f.bc, f.divide, f.round32, f.table, h_inv, edge, edge_overflows,
+                            e, factor, all_finite, span[0], span[1], err, _NO_FLAT, _NO_CODES)
+
+        spans = _row_spans(rows, x.size)
+        if f.br > 1:  # whole blocks of rows per thread
+            spans = [(lo - lo % f.br, hi - hi % f.br if hi < rows else hi) for lo, hi in spans]
+            spans = [(lo, hi) for lo, hi in spans if hi > lo] or [(0, rows)]
+        with np.errstate(invalid="ignore", over="ignore"):
+            parts = codec.map_on_threads(part, spans)
+        if any(p[4] for p in parts):
+            return False
+        self._add_parts(x, err, parts, c)
+        return True
+
+    def _add_parts(self, x: np.ndarray, err: np.ndarray, parts: Sequence[tuple[Any, ...]], c: "ChunkSignal") -> None:
+        """Add a chunk's kernel results: row error sums and each part's (max, NaN, clipped, flushed)."""
+        self.signal.add(c.row_sumsq, compiled=True)
+        if x.size:
+            for p in parts:
+                self.max_abs = _nanmax(self.max_abs, math.nan if p[1] else float(p[0]))
+        self.error.add(err, compiled=True)
+        self.numel += x.size
+        self.clipped += sum(int(p[2]) for p in parts)
+        self.zeroed += sum(int(p[3]) for p in parts)
+
     def _add_compiled(self, k: ModuleType, x: np.ndarray, q: QuantizedChunk, layout: BlockLayout,
                       c: "ChunkSignal") -> None:
         """`add` by the compiled kernel (the same numbers: see `_kernels`)."""
@@ -401,18 +439,11 @@ class RecipeSums:
         def part(span: tuple[int, int]) -> tuple[float, bool, int, int]:
             return k.recipe_sums(x, codes, layout.table, layout.scales, layout.br, layout.bc, layout.round32, cin,
                                  h_inv, edge, edge_overflows, e, factor, all_finite, span[0], span[1], err,
-                                 _NO_MATRIX)
+                                 _NO_FLAT)
 
         with np.errstate(invalid="ignore", over="ignore"):
             parts = codec.map_on_threads(part, _row_spans(rows, x.size))
-        self.signal.add(c.row_sumsq, compiled=True)
-        if x.size:
-            for max_abs, nan, _, _ in parts:
-                self.max_abs = _nanmax(self.max_abs, math.nan if nan else float(max_abs))
-        self.error.add(err, compiled=True)
-        self.numel += x.size
-        self.clipped += sum(int(p[2]) for p in parts)
-        self.zeroed += sum(int(p[3]) for p in parts)
+        self._add_parts(x, err, parts, c)
 
     def result(self, bits: float) -> RecipeResult:
         signal, error = self.signal.value, self.error.value
@@ -444,6 +475,8 @@ def clipped_mask(q: QuantizedChunk, fmt: Format) -> np.ndarray:
 
 
 _NO_MATRIX = np.zeros((0, 0))
+_NO_FLAT = np.zeros(0)
+_NO_CODES = np.zeros(0, np.uint16)
 _UNKNOWN = object()  # a ChunkSignal's finite mask not known yet
 
 

@@ -38,27 +38,31 @@ from typing import Any
 import numpy as np
 
 from lowprec import formats
-from lowprec.formats import E4M3FN, E8M0, codec
+from lowprec.formats import E2M1, E4M3FN, codec
 
+from ..granularity import parse_granularity
 from ..quant import engine as _engine
-from ..quant._blockwise import scale_groups
-from ..quant.engine import QuantResult, chunk_global_amax, scaled_policy, transform_input
+from ..quant._blockwise import inf_bits
+from ..quant.conventions import ElementCast, GlobalScale, element_policy, get_block_convention
+from ..quant.engine import QuantResult, chunk_global_amax, nvfp4_amax_of_blocks, scaled_policy, transform_input
 from ..quant.fp8_blockwise import FP8TileTensor
 from ..quant.mx import MXTensor
-from ..quant.mxint import MXINT_ELEMENT_SCALE, MXIntTensor
-from ..quant.nvfp4 import NVFP4Tensor
+from ..quant.mxint import MXIntTensor
+from ..quant.nvfp4 import NVFP4Tensor, quotient_scales
 from ..quant.rht import get_rht, inverse_rht
-from ..scaling import ScaledTensor
 from ..quant.recipes import (
     ALL,
     DEFAULT,
     DEFAULT_RECIPES,
     RECIPES,
     Recipe,
+    ScaleFormat,
     Scheme,
     get_recipe,
     parse_recipes,
 )
+from ..scales import amax_array
+from ..scaling import ScaledTensor, group_scales
 
 __all__ = [
     "ALL",
@@ -70,6 +74,7 @@ __all__ = [
     "QuantizedChunk",
     "RECIPES",
     "Recipe",
+    "FusedCast",
     "block_layout",
     "cast_input",
     "combine_amax",
@@ -77,6 +82,7 @@ __all__ = [
     "get_recipe",
     "parse_recipes",
     "quantize_chunk",
+    "fused_cast",
     "scaled_policy",
     "transform_compiled",
     "untransformed",
@@ -115,25 +121,70 @@ class GlobalAmax:
     def add(self, recipe: Recipe, x: np.ndarray) -> None:
         if recipe.global_amax is None:
             return
-        fast = transform_compiled(recipe, x)
-        if fast is not None:  # the compiled transform, then the rule on the transformed operand
-            value = chunk_global_amax(untransformed(recipe), fast[0])
-        else:
-            value = chunk_global_amax(recipe, x)
+        value = nvfp4_amax_compiled(recipe, x)
+        if value is None:
+            fast = transform_compiled(recipe, x)
+            if fast is not None:  # the compiled transform, then the rule on the transformed operand
+                value = chunk_global_amax(untransformed(recipe), fast[0])
+            else:
+                value = chunk_global_amax(recipe, x)
         self.values[recipe.name] = combine_amax(self.values.get(recipe.name), value)
 
     def of(self, recipe: Recipe) -> Any:
         return self.values.get(recipe.name)
 
 
-class QuantizedChunk:
-    """One recipe on one chunk of rows: what the cast saw and what came back. The per-element
-    arrays are formed when first read (the compiled metrics read `result` and `layout` instead)."""
+def nvfp4_amax_compiled(recipe: Recipe, x: np.ndarray) -> Any:
+    """`chunk_global_amax` of an NVFP4 recipe by the compiled kernels (the transform, the block amax
+    bits), or None where they do not run (then `chunk_global_amax` does)."""
+    if (recipe.global_amax != "nvfp4" or x.ndim != 2 or x.dtype not in (np.float32, np.float64) or not x.size
+            or codec.compiled_kernels_for(x.size) is None):
+        return None
+    br, bc = (16, 16) if recipe.block_2d else (1, 16)
+    if x.shape[0] % br or x.shape[1] % bc:
+        return None
+    fast = transform_compiled(recipe, x)
+    if recipe.transform is not None and fast is None:
+        return None
+    arr = fast[0] if fast is not None else x
+    if get_block_convention(recipe.convention).float32_input and arr.dtype != np.float32:
+        with np.errstate(over="ignore"):
+            arr = arr.astype(np.float32)
+    from . import _kernels
 
-    def __init__(self, result: QuantResult, cast_in: np.ndarray, hadamard: np.ndarray | None) -> None:
-        self.result = result  # the quantizer's codes and scales
-        self.cast_in = cast_in  # the values entering the quantizer (x, or x·H), as given to it
+    arr = np.ascontiguousarray(arr)
+    grid = (arr.shape[0] // br, arr.shape[1] // bc)
+    abits = np.empty(grid, np.uint32 if arr.dtype == np.float32 else np.uint64)
+    _kernels.block_amax_bits(arr, br, bc, _kernels.abs_mask(arr.dtype), 0, grid[0], abits)
+    return nvfp4_amax_of_blocks(recipe, abits, arr.dtype)
+
+
+class QuantizedChunk:
+    """One recipe on one chunk of rows: what the cast saw and what came back. Everything is formed
+    when first read: the compiled metrics read `fused` (a scaled cast, NVFP4 under the ocp rule: the
+    quantizer runs inside the kernel) or `result` and `layout`, the numpy metrics the per-element
+    arrays."""
+
+    def __init__(self, recipe: Recipe, x: np.ndarray, given: Any = None, result: QuantResult | None = None,
+                 cast_in: np.ndarray | None = None, hadamard: np.ndarray | None = None) -> None:
+        self.recipe = recipe  # the recipe as it quantizes cast_in (without its transform when cast_in is x·H)
+        self.x = x  # the rows
+        self.given = given  # the whole tensor's amax the recipe needs (`GlobalAmax.of`), or None
+        self._result = result
+        self.cast_in = x if cast_in is None else cast_in  # the values entering the quantizer (x, or x·H)
         self.hadamard = hadamard  # H of an RHT recipe (float64, 16 × 16), else None
+
+    @property
+    def result(self) -> QuantResult:
+        """The quantizer's codes and scales (`quant.quantize` of cast_in)."""
+        if self._result is None:
+            self._result = _engine.quantize(self.cast_in, self.recipe, global_amax=self.given)
+        return self._result
+
+    @functools.cached_property
+    def fused(self) -> "FusedCast | None":
+        """What the compiled fused kernel needs (`fused_cast`), or None."""
+        return fused_cast(self.recipe, self.cast_in, self.given, self.hadamard) if self._result is None else None
 
     @functools.cached_property
     def cast_out(self) -> np.ndarray:
@@ -214,13 +265,7 @@ def block_layout(q: QuantResult) -> BlockLayout | None:
         return BlockLayout(table, np.ascontiguousarray(n.decode_scales, np.float64), r, c, True)
     if isinstance(n, (MXTensor, NVFP4Tensor, MXIntTensor)):  # in the source dtype: float32 unless float64
         g = n.granularity
-        if isinstance(n, NVFP4Tensor):
-            per_block = formats.decode(scale_groups(n.scale_codes, g, q.shape), E4M3FN).astype(np.float64)
-            per_block = per_block * n.second_level_per_block()
-        else:
-            per_block = formats.decode(scale_groups(n.scale_codes, g, q.shape), E8M0).astype(np.float64)
-            if isinstance(n, MXIntTensor):
-                per_block = per_block * MXINT_ELEMENT_SCALE
+        per_block = q.block_factors()
         round32 = n.source_dtype != "float64"
         if g.kind == "block" and g.axis % 2 == 1:
             k = g.block[0]
@@ -272,12 +317,113 @@ def transform_compiled(recipe: Recipe, x: np.ndarray) -> tuple[np.ndarray, np.nd
 
 
 def quantize_chunk(recipe: Recipe, x: np.ndarray, amax: GlobalAmax | None = None) -> QuantizedChunk:
-    """Run `recipe` on rows `x` (2-D, float32 or float64) with the whole tensor's amaxes."""
+    """Run `recipe` on rows `x` (2-D, float32 or float64) with the whole tensor's amaxes (the
+    quantizer runs when its result is first read: see `QuantizedChunk`)."""
     given = amax.of(recipe) if amax is not None and recipe.global_amax else None
+    if recipe.transform is None:
+        return QuantizedChunk(recipe, x, given)
     fast = transform_compiled(recipe, x)
     if fast is not None:  # the compiled transform; the quantizer takes the operand as it is
         operand, h = fast
-        return QuantizedChunk(_engine.quantize(operand, untransformed(recipe), global_amax=given), operand, h)
+        return QuantizedChunk(untransformed(recipe), x, given, None, operand, h)
     q: QuantResult = _engine.quantize(x, recipe, global_amax=given)
-    cast_in = q.operand if q.operand is not None else x
-    return QuantizedChunk(q, cast_in, q.hadamard)
+    return QuantizedChunk(recipe, x, given, q, q.operand if q.operand is not None else x, q.hadamard)
+
+
+@dataclass(frozen=True)
+class FusedCast:
+    """A recipe on a chunk for the compiled fused kernel (`_kernels.cast_kernel`): the values it
+    casts (`src`: x, or x·H), per block of br × bc elements the factor a they are scaled by (src · a,
+    or src / a with `divide`) and the decode scale s their codes are multiplied by (rounded to float32
+    with `round32`), decode's table, and H of an RHT recipe (else None)."""
+
+    kernel: Any
+    src: np.ndarray
+    a: np.ndarray
+    s: np.ndarray
+    br: int
+    bc: int
+    divide: bool
+    round32: bool
+    table: np.ndarray
+    hadamard: np.ndarray | None = None
+
+
+def fused_cast(recipe: Recipe, src: np.ndarray, given: Any = None, hadamard: np.ndarray | None = None
+               ) -> FusedCast | None:
+    """`FusedCast` of a recipe whose quantizer the kernel runs — a scaled cast (`scaled_fused`),
+    NVFP4 under the ocp quotient rule (`nvfp4_fused`) — on `src` (the rows, or x·H for an RHT
+    recipe without its transform); None where the numpy quantizer runs instead (the codec's switch
+    sends src to numpy, another scheme or convention, stochastic rounding)."""
+    if (recipe.transform is not None or recipe.rounding != "nearest_even" or src.ndim != 2 or not src.size
+            or src.dtype not in (np.float32, np.float64) or codec.compiled_kernels_for(src.size) is None):
+        return None
+    if recipe.scheme is Scheme.SCALED and hadamard is None:
+        return scaled_fused(recipe, src, given)
+    if recipe.scheme is Scheme.NVFP4:
+        return nvfp4_fused(recipe, src, given, hadamard)
+    return None
+
+
+def scaled_fused(recipe: Recipe, x: np.ndarray, given: Any = None) -> FusedCast | None:
+    """A scaled cast (`Scheme.SCALED`) on rows x with its scales set as `quantize_scaled` sets them
+    (group amaxes measured, or the whole tensor's `given`; `scaling.group_scales`); None for a
+    granularity other than tensor, row, column or 1×k blocks, or a whole-tensor amax not given."""
+    from . import _kernels
+
+    fmt = recipe.fmt
+    kernel = _kernels.cast_kernel(fmt, scaled_policy(fmt))
+    if kernel is None:
+        return None
+    rows, cols = x.shape
+    g = parse_granularity(recipe.granularity)
+    if g.kind in ("tensor", "column"):
+        if given is None:
+            return None
+        grid = (1, 1) if g.kind == "tensor" else (1, cols)
+        br, bc = (rows, cols) if g.kind == "tensor" else (rows, 1)
+        am = np.broadcast_to(amax_array(given), g.grid_shape((rows, cols))).reshape(-1).astype(np.float64)
+    elif g.kind == "row" or (g.kind == "block" and g.axis % 2 == 1 and cols % g.block[0] == 0):
+        br, bc = 1, (cols if g.kind == "row" else g.block[0])
+        grid = (rows, cols // bc)
+        block = np.empty(grid)
+        _kernels.block_amax(np.ascontiguousarray(x), bc, 0, rows, block)
+        am = block.reshape(-1)
+    else:
+        return None
+    sf = None if recipe.scale_format is ScaleFormat.FP32 else recipe.scale_format.storage_format()
+    enc, dec, _ = group_scales(am, fmt, 0, sf)
+    dec = dec.reshape(grid)
+    return FusedCast(kernel, np.ascontiguousarray(x), dec if sf is not None else enc.reshape(grid), dec, br, bc,
+                     sf is not None, False, decode_table(fmt, np.dtype(fmt.code_dtype)))
+
+
+def nvfp4_fused(recipe: Recipe, src: np.ndarray, given: Any = None, hadamard: np.ndarray | None = None
+                ) -> FusedCast | None:
+    """NVFP4 under a `GlobalScale.DECODE_QUOTIENT` convention with the OCP element cast (ocp: the
+    nvfp4, nvfp4_16x16 and nvfp4_rht recipes) on src, with the whole tensor's amax `given`: block
+    amaxes by `_kernels.block_amax_bits`, scales by `quant.nvfp4.quotient_scales` (the quantizer's
+    own), elements E2M1(src / full) and dequantized as value · block scale · ts (`NVFP4Tensor`)."""
+    conv = get_block_convention(recipe.convention)
+    if (given is None or recipe.nvfp4_variant is not None or conv.nvfp4_global_scale is not GlobalScale.DECODE_QUOTIENT
+            or conv.nvfp4_element_cast is not ElementCast.OCP or (conv.float32_input and src.dtype != np.float32)):
+        return None
+    rows, cols = src.shape
+    br, bc = (16, 16) if recipe.block_2d else (1, 16)
+    if rows % br or cols % bc:
+        return None
+    from . import _kernels
+
+    kernel = _kernels.cast_kernel(E2M1, element_policy(ElementCast.OCP, E2M1))
+    if kernel is None:
+        return None
+    x = np.ascontiguousarray(src)
+    grid = (rows // br, cols // bc)
+    abits = np.empty(grid, np.uint32 if x.dtype == np.float32 else np.uint64)
+    _kernels.block_amax_bits(x, br, bc, _kernels.abs_mask(x.dtype), 0, grid[0], abits)
+    flat = abits.reshape(-1)
+    bad = flat >= inf_bits(x.dtype)
+    scale_codes, ts, full = quotient_scales(flat.view(x.dtype), bad, conv, float(given))
+    factors = formats.decode(scale_codes, E4M3FN).astype(np.float64) * ts  # as NVFP4Tensor.block_factors
+    return FusedCast(kernel, x, full.reshape(grid), factors.reshape(grid), br, bc, True, x.dtype != np.float64,
+                     decode_table(E2M1, np.dtype(np.uint8)), hadamard)
