@@ -1,7 +1,10 @@
 """The recipe lab's report is the same, bit for bit, as the one frozen before its speed work (issue 30
-item 6: the fused metric kernels must not move a single figure): every case of `tests.lab_frozen`
+item 6: the compiled metric kernels must not move a single figure): every case of `tests.lab_frozen`
 run with today's code gives the strict-JSON, CSV and summary text stored in `lab_frozen.json.gz`,
-written by the code of 981d4dc."""
+written by the code of 981d4dc — on the codec's default switch (`auto`: the compiled kernels for
+chunks of at least `codec.FAST_MIN` elements, the numpy code below, so the small-chunk case runs
+the numpy reference) and forced onto the compiled kernels (`fast`: every chunk, with many chunk
+boundaries, the details' drawing data)."""
 
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from lowprec.formats import codec
 from tests import lab_frozen
 
 
@@ -62,12 +66,15 @@ def test_report_every_recipe_default_chunks(frozen: dict[str, Any]) -> None:
     _check_report(lab_frozen.case_report(), frozen["report"], "report")
 
 
-def test_report_every_recipe_small_chunks(frozen: dict[str, Any]) -> None:
-    _check_report(lab_frozen.case_report_small_chunks(), frozen["report_small_chunks"], "small chunks")
+@pytest.mark.parametrize("path", ["auto", "fast"])
+def test_report_every_recipe_small_chunks(frozen: dict[str, Any], path: str) -> None:
+    with codec.codec_path(path):
+        _check_report(lab_frozen.case_report_small_chunks(), frozen["report_small_chunks"], f"small chunks ({path})")
 
 
 def test_details_histograms_and_error_maps(frozen: dict[str, Any]) -> None:
-    got = lab_frozen.case_details()
+    with codec.codec_path("fast"):
+        got = lab_frozen.case_details()
     want = frozen["details"]
     assert sorted(got) == sorted(want)
     for key in want:

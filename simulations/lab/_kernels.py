@@ -178,8 +178,8 @@ def stats_first(x: Any, lo: int, hi: int, row_sums: Any) -> Any:
     cols = x.shape[1]
     xf = x.reshape(-1)
     buf = np.empty(cols)
-    finite = 0
-    zeros = 0
+    finite: Any = 0
+    zeros: Any = 0
     amax = np.uint64(0)
     for r in range(lo, hi):
         base = r * cols
@@ -207,7 +207,7 @@ def stats_second(x: Any, lo: int, hi: int, e: int, factor: float, mean: float, s
     b1 = np.empty(cols)
     b2 = np.empty(cols)
     b3 = np.empty(cols)
-    finite = 0
+    finite: Any = 0
     for r in range(lo, hi):
         base = r * cols
         if factor != 0.0:
@@ -261,7 +261,7 @@ def _row_tail(x: Any, cin: Any, base: int, cols: int, out: Any, s_grid: Any, sr:
     or out transformed back by h_inv when it is 16 × 16) and its Σ((x̂ − x)/2^e)², the largest |x̂ − x|
     as a bit pattern (a NaN above every number) over the finite elements of x; returns (row sum,
     max bits, clipped, flushed)."""
-    zeroed = 0
+    zeroed: Any = 0
     for j in range(cols):
         c = np.float64(cin[_u(base + j)])
         zeroed += np.int64((abs(c) < np.inf) & (c != 0) & (out[_u(j)] == 0))
@@ -270,7 +270,7 @@ def _row_tail(x: Any, cin: Any, base: int, cols: int, out: Any, s_grid: Any, sr:
         s = s_grid[sr, b0 // bc]
         lim = _clip_limit(edge, s)
         b1 = min(cols, b0 + bc)
-        cand = 0
+        cand: Any = 0
         for j in range(b0, b1):
             cand += np.int64(abs(np.float64(cin[_u(base + j)])) > lim)
         if cand:  # rare: the exact test, as `clipped_mask`
