@@ -205,6 +205,12 @@ VERIFIED_LINKS = {
     "https://github.com/NVIDIA/TransformerEngine",
     "https://github.com/NVIDIA/TransformerEngine/pull/24",  # FP8 meta stash for full activation recompute
     "https://github.com/NVIDIA/TransformerEngine/pull/3284",  # Preserve FP8 recompute state for inner autocast
+    "https://github.com/NVIDIA/TransformerEngine/pull/74",  # sequence-parallel amax reduction fix
+    "https://github.com/NVIDIA/TransformerEngine/pull/825",  # Avoid amax roll for non-run modules
+    "https://github.com/NVIDIA/TransformerEngine/issues/539",  # FP8+PP+Recompute+GA>1, loss = nan
+    "https://github.com/NVIDIA/TransformerEngine/issues/1047",  # Bug in FP8 buffer update (cached weights, TE 1.7)
+    "https://github.com/NVIDIA/Megatron-LM/pull/7538",  # Restore the forward's FP8 autocast state in recompute
+    "https://github.com/marin-community/marin/issues/7659",  # Gradient accumulation drops the fp8 amax history
 }
 
 

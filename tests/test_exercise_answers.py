@@ -24,6 +24,7 @@ import pytest
 
 from lowprec.app.lessons import ExerciseBlock, PredictionBlock, load_lessons, render_blocks
 from lowprec.simulations.examples import example
+from tests.stateful_oracles import STATEFUL_ORACLES
 
 F32 = np.float32
 BF16 = ml_dtypes.bfloat16
@@ -617,6 +618,7 @@ ORACLES: dict[str, Callable[[], Any]] = {
     "example:conventions_edges.first_nan_input": lambda: float(np.nextafter(F32(464.0), F32(np.inf))),
     "example:conventions_edges.e8m0_zero_torch": lambda: torch_cast(0.0, "float8_e8m0fnu"),
     "example:conventions_edges.e5m2_62000_torch": lambda: torch_cast(62000.0, "float8_e5m2"),
+    **STATEFUL_ORACLES,  # lesson 26 (tests/stateful_oracles.py)
 }
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-__all__ = ["OTHER_WIDGETS", "attention", "blocks", "grouping", "hadamard", "recompute", "spike"]
+__all__ = ["OTHER_WIDGETS", "attention", "blocks", "grouping", "hadamard", "recompute", "spike", "stateful"]
 
 
 def _get(result: Any, key: str, default: Any = None) -> Any:
@@ -148,3 +148,17 @@ def _conventions(result: Any) -> str:
 #: captions of the widgets that are no simulation's face, by widget name (a simulation's caption is
 #: its entry's in `app.sim_faces`)
 OTHER_WIDGETS: dict[str, Callable[[Any], str]] = {"BinExplorer": _bins, "Conventions": _conventions}
+
+
+def stateful(result: Any) -> str:
+    text = ("**What to look at:** top, the amax each microbatch observed (dots) against the amax the scale it "
+            "was cast with was sized for (orange steps): a dot above the steps was clipped (×). Middle, the "
+            "history insertions per step against the count the corrected rule makes (a gap is an owner that "
+            "advanced when it should not, or did not when it should), and per step the clipped share, the "
+            "unpaired reads and the recomputed operands that differ from the forward. Bottom, who decodes "
+            "whose shard: the factor by which each rank's layer-0 output rows of each shard are scaled "
+            "(grey = paired), and the gradient norm.")
+    design = getattr(result, "design", None)
+    if design is not None:
+        text += f" This design's signature: {design.signature()}"
+    return text

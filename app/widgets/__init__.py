@@ -66,6 +66,9 @@ _ENTRIES = (
     WidgetEntry("RecipeLab", "lowprec.app.widgets.recipe_lab:RecipeLab",
                 "Recipe lab: your own tensors through every recipe",
                 config="lowprec.simulations.lab.workbench:LabConfig", page_scripts=("filedropper",)),
+    WidgetEntry("WhoseAmax", "lowprec.app.widgets.whose_amax:WhoseAmax",
+                "Whose amax? Delayed-scaling state under accumulation, idle modules, ranks, cached weights",
+                config="lowprec.simulations.stateful.config:StatefulConfig"),
 )
 
 WIDGETS: dict[str, WidgetEntry] = {e.name: e for e in _ENTRIES}
@@ -82,6 +85,7 @@ __all__ = [  # the widget names are the keys of WIDGETS, resolved by __getattr__
     "RecipeLab",
     "RecomputeDivergence",
     "ScaleGrouping",
+    "WhoseAmax",
     "get_widget_class",
 ]
 
