@@ -469,6 +469,18 @@ def test_histograms_and_error_map_against_direct_computation() -> None:
             assert d.map_rel_err[i][j] == pytest.approx(want, rel=1e-12), (i, j)
 
 
+def test_pool_workers_share_the_cpus_for_the_codec_threads() -> None:
+    from lowprec.simulations.lab.runner import available_cpus, open_executor, worker_threads
+
+    assert worker_threads(1) == codec.codec_threads()
+    assert worker_threads(10 * available_cpus()) == 1
+    if available_cpus() < 2 or os.environ.get("LOWPREC_CODEC_THREADS"):
+        pytest.skip("needs two CPUs and no LOWPREC_CODEC_THREADS")
+    with open_executor(2) as pool:
+        assert pool is not None
+        assert pool.submit(codec.codec_threads).result(timeout=300) == worker_threads(2)
+
+
 # ------------------------------------------------------------------------------------------------
 # without numba: the numpy path, the same report
 # ------------------------------------------------------------------------------------------------

@@ -22,7 +22,15 @@ Both fractions are over all elements of the tensor. Sums are taken per row and a
 taken of the values divided by a power of two, 2^e with e the exponent of the tensor's amax
 (`scale_log2`, known after the first pass): an exact rescaling, so the figures of an ordinary tensor
 are the same bits as without it, while an FP64 tensor of 1e300 (whose squares overflow float64) or of
-1e-300 (whose squares underflow to 0) still gets its true ratios instead of NaN or a false "exact". Statistics (`TensorStats`) over the finite
+1e-300 (whose squares underflow to 0) still gets its true ratios instead of NaN or a false "exact".
+
+Two paths, one report. The numpy code of this module is the readable reference; where the codec's
+switch sends a chunk to the compiled path (`formats.codec.compiled_kernels_for`: LOWPREC_CODEC,
+numba installed; `compiled_metrics`), `_kernels` computes the same per-row sums, maxima and counts in
+one pass per recipe over its codes and block scales (`recipes.block_layout`), or with the quantizer
+inside the pass for scaled casts and ocp NVFP4 (`recipes.fused_cast`), bit for bit the numpy
+numbers (`tests/test_lab_kernels.py`, and the whole report against the one frozen before the
+kernels, `tests/test_lab_frozen.py`). Statistics (`TensorStats`) over the finite
 elements: amax, RMS, mean, standard deviation and *excess* kurtosis m4 / m2² − 3 (population moments:
 0 for a normal distribution, 3 for a Laplace, large for heavy tails; None for a constant tensor),
 the share of exact zeros and the count of non-finite values, and the outlier channels: the channels
@@ -401,12 +409,8 @@ class RecipeSums:
             return f.kernel(x, f.src, f.a, f.s, f.br, f.bc, f.divide, f.round32, f.table, h_inv, edge, edge_overflows,
                             e, factor, all_finite, span[0], span[1], err, _NO_FLAT, _NO_CODES)
 
-        spans = _row_spans(rows, x.size)
-        if f.br > 1:  # whole blocks of rows per thread
-            spans = [(lo - lo % f.br, hi - hi % f.br if hi < rows else hi) for lo, hi in spans]
-            spans = [(lo, hi) for lo, hi in spans if hi > lo] or [(0, rows)]
-        with np.errstate(invalid="ignore", over="ignore"):
-            parts = codec.map_on_threads(part, spans)
+        with np.errstate(invalid="ignore", over="ignore"):  # rows are independent: any split over threads
+            parts = codec.map_on_threads(part, _row_spans(rows, x.size))
         if any(p[4] for p in parts):
             return False
         self._add_parts(x, err, parts, c)

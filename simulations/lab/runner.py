@@ -5,8 +5,10 @@ One tensor (`analyze_rows`) takes two passes over its rows, `chunk_elements` ele
 (rounded to whole rows, and to multiples of 16 rows when a recipe has 16×16 tiles): the first
 measures the statistics' sums and the whole-tensor amaxes some recipes need (`recipes.GlobalAmax`),
 the second quantizes each chunk with every applicable recipe and accumulates the error sums
-(`measure`). Memory therefore stays at about one chunk's working set (≈ 100 bytes per element of a
-chunk at the peak, for the float64 temporaries of one recipe) plus what the reader maps: rows read
+(`measure`). Memory therefore stays at about one chunk's working set (on the compiled path a few
+bytes per element of a chunk: the rows, one recipe's codes where its quantizer runs apart, and
+row-sized buffers; on the numpy path ≈ 100 bytes per element at the peak, for the float64
+temporaries of one recipe) plus what the reader maps: rows read
 from `.npy` / `.safetensors` files are copied chunk by chunk, a `.npz` member is streamed from the
 archive, a state dict's storage is memory-mapped. A 1-D tensor longer than `limits.LINE_SEGMENT`
 elements is read in segments of that many elements (a multiple of every block width), so it is
@@ -26,7 +28,8 @@ None runs them one after the other in this process; a `ProcessPoolExecutor` (`lo
 `lowprec[cluster]` extra; every worker must see the files at the same paths) run them elsewhere. A
 task is a `TensorTask` (the file, the tensor's name and where its bytes are, the recipes): each
 worker opens the file itself and returns a small `TensorReport`, and `executor.map` keeps the order,
-so every executor gives a report identical to the serial one.
+so every executor gives a report identical to the serial one. A pool's workers share the CPUs out
+for the codec's threads (`worker_threads`), so N workers do not run N × the codec's threads.
 """
 
 from __future__ import annotations
@@ -43,6 +46,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
+
+from lowprec.formats import codec
 
 from ..granularity import parse_granularity
 from .limits import LIMITS, LINE_SEGMENT, ReadLimits
@@ -66,8 +71,8 @@ from .readers import Inventory, LabReadError, RowSource, Skipped, TensorRef, arr
 from .recipes import Family, GlobalAmax, Recipe, parse_recipes, quantize_chunk
 
 __all__ = ["CHUNK_ELEMENTS", "LabReport", "TensorReport", "TensorTask", "analyze", "analyze_arrays",
-           "analyze_rows", "analyze_task", "available_cpus", "check_scheduler_address", "open_executor",
-           "rows_per_chunk", "worker_count"]
+           "analyze_rows", "analyze_task", "available_cpus", "check_scheduler_address", "init_worker",
+           "open_executor", "rows_per_chunk", "worker_count", "worker_threads"]
 
 CHUNK_ELEMENTS = 1 << 20  # elements per chunk (rounded to whole rows)
 
@@ -480,8 +485,22 @@ def open_executor(workers: int = 1, scheduler: str | None = None,
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    with ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("spawn")) as pool:
+    with ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("spawn"), initializer=init_worker,
+                             initargs=(worker_threads(n),)) as pool:
         yield pool
+
+
+def worker_threads(workers: int) -> int:
+    """Codec threads for each of `workers` pool processes: the CPUs shared out among them (at least
+    one each, at most the codec's own count), so a pool does not run more threads than CPUs."""
+    return max(1, min(codec.codec_threads(), available_cpus() // max(1, workers)))
+
+
+def init_worker(threads: int) -> None:
+    """A pool worker's start: its codec threads (`worker_threads`), unless LOWPREC_CODEC_THREADS
+    names them."""
+    if not os.environ.get("LOWPREC_CODEC_THREADS"):
+        codec.set_codec_threads(threads)
 
 
 def stats_array(report: LabReport, column: str) -> np.ndarray:
