@@ -191,6 +191,19 @@ def test_transform_compiled_matches_transform_input_for_every_rht_recipe() -> No
         assert transform_compiled(parse_recipes("nvfp4_rht")[0], x[:1, :16]) is None
 
 
+def test_a_single_rht_block_takes_the_numpy_path() -> None:
+    """A chunk of one block of 16 under an RHT recipe: numpy's product of one row (gemv) may sum in
+    another order than the kernels, so the compiled path leaves that chunk to numpy: the same sums."""
+    x = (np.random.default_rng(10).standard_normal((1, 16)) * np.exp2(np.arange(-40, 40, 5))).astype(F32)
+    ran = 0
+    for name in [n for n in ALL if "rht" in n]:
+        r = parse_recipes(name)[0]
+        if r.check(x.shape) is None:
+            ran += 1
+            assert _sums(r, x, "fast") == _sums(r, x, "numpy"), name
+    assert ran >= 3
+
+
 # ------------------------------------------------------------------------------------------------
 # each recipe: layouts, fused quantizers and sums against the quantizers and the numpy path
 # ------------------------------------------------------------------------------------------------

@@ -376,7 +376,9 @@ class RecipeSums:
         k = compiled_metrics(x)
         if k is not None and q.fused is not None and self._add_fused(k, np.ascontiguousarray(x), q.fused, c):
             return
-        layout = q.layout if k is not None and q.cast_in.shape == x.shape else None
+        # (a single block of 16 under an RHT: numpy's product of one row sums in another order)
+        layout = (q.layout if k is not None and q.cast_in.shape == x.shape and (q.hadamard is None or x.size > 16)
+                  else None)
         if k is not None and layout is not None:
             self._add_compiled(k, np.ascontiguousarray(x), q, layout, c)
             return
