@@ -297,7 +297,8 @@ def test_fused_quantizer_codes_are_the_quantizers(name: str) -> None:
             want_hat = ref.x_hat
         assert not refused
         assert np.array_equal(codes.reshape(x.shape), want.astype(np.uint16)), (name, label)
-        same = (bits(x_hat.reshape(x.shape)) == bits(want_hat)) | (np.isnan(want_hat) & np.isnan(x_hat.reshape(x.shape)))
+        got_hat = x_hat.reshape(x.shape)
+        same = (bits(got_hat) == bits(want_hat)) | (np.isnan(want_hat) & np.isnan(got_hat))
         assert same.all(), (name, label)
     if r.convention == "ocp":  # scaled casts and NVFP4 under the ocp rule have a fused kernel
         assert ran > 0, name

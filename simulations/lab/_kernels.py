@@ -469,6 +469,7 @@ def _cast_compiled(ep: Any, U: Any, integer: bool, out_mask: int) -> Any:
     return _jit(_cast_loops(ep, U, integer, out_mask))
 
 
+@functools.lru_cache(maxsize=None)
 def cast_kernel(fmt: Format, policy: CastPolicy) -> Any | None:
     """The fused cast kernel (`_cast_loops`) of an element format and policy on float64 scaled
     values, or None where there is none (stochastic rounding, E8M0's float32 exponent-field rule)."""

@@ -87,7 +87,7 @@ class ExactSum:
     Non-finite terms are summed apart (they make the total Inf or NaN)."""
 
     def __init__(self) -> None:
-        self.partials: list[float] = []
+        self.partials: list[float] | np.ndarray = []
         self.special = 0.0
 
     def add(self, values: np.ndarray, compiled: bool = False) -> None:
@@ -97,14 +97,16 @@ class ExactSum:
         if not fin.all():
             self.special += float(v[~fin].sum())
             v = v[fin]
-        if compiled and v.size:
+        if compiled and v.size:  # the partials are kept as an array between compiled adds
             from . import _kernels
 
             n = len(self.partials)
             buf = np.empty(n + v.size)
             buf[:n] = self.partials
-            self.partials = buf[:_kernels.exact_grow(buf, n, v)].tolist()
+            self.partials = buf[:_kernels.exact_grow(buf, n, v)]
             return
+        if not isinstance(self.partials, list):
+            self.partials = [float(p) for p in self.partials]
         partials = self.partials
         for x in v.tolist():
             i = 0
@@ -272,7 +274,8 @@ class StatsSums:
     def _add_second_compiled(self, k: ModuleType, x: np.ndarray) -> "ChunkSignal":
         rows, cols = x.shape
         sumsq, m2, m4 = np.empty(rows), np.empty(rows), np.empty(rows)
-        cs, cc = (np.zeros(cols), np.zeros(cols, np.int64)) if self.has_channels else (np.zeros(0), np.zeros(0, np.int64))
+        width = cols if self.has_channels else 0
+        cs, cc = np.zeros(width), np.zeros(width, np.int64)
         with np.errstate(over="ignore", invalid="ignore"):
             e = self.scale_log2
             finite = k.stats_second(x, 0, rows, e, k.descale_factor(e), self.mean, sumsq, m2, m4, cs, cc,
@@ -367,20 +370,21 @@ class RecipeSums:
     numel: int = 0
     scale_log2: int = 0  # the exponent the sums' values are divided by (the tensor's, `scale_log2`)
 
-    def add(self, x: np.ndarray, q: QuantizedChunk, chunk: "ChunkSignal | None" = None) -> None:
+    def add(self, x: np.ndarray, q: QuantizedChunk, chunk: "ChunkSignal | None" = None, split: bool = True) -> None:
         """Rows `x` and the recipe's result on them; `chunk` is `ChunkSignal(x, scale_log2)`, shared
-        by every recipe of the chunk (made here when not given)."""
+        by every recipe of the chunk (made here when not given); `split`: the compiled kernels split
+        the rows over the codec's threads (the runner, which runs recipes side by side, says no)."""
         c = ChunkSignal(x, self.scale_log2) if chunk is None else chunk
         if c.scale_log2 != self.scale_log2:
             raise ValueError(f"the chunk is scaled by 2^{c.scale_log2}, the sums by 2^{self.scale_log2}")
         k = compiled_metrics(x)
-        if k is not None and q.fused is not None and self._add_fused(k, np.ascontiguousarray(x), q.fused, c):
+        if k is not None and q.fused is not None and self._add_fused(k, np.ascontiguousarray(x), q.fused, c, split):
             return
         # (a single block of 16 under an RHT: numpy's product of one row sums in another order)
         layout = (q.layout if k is not None and q.cast_in.shape == x.shape and (q.hadamard is None or x.size > 16)
                   else None)
         if k is not None and layout is not None:
-            self._add_compiled(k, np.ascontiguousarray(x), q, layout, c)
+            self._add_compiled(k, np.ascontiguousarray(x), q, layout, c, split)
             return
         with np.errstate(invalid="ignore", over="ignore"):
             d = q.x_hat - c.x64
@@ -397,7 +401,7 @@ class RecipeSums:
         cin = q.cast_in
         self.zeroed += int(np.count_nonzero((cin != 0) & np.isfinite(cin) & (q.cast_out == 0)))
 
-    def _add_fused(self, k: ModuleType, x: np.ndarray, f: FusedCast, c: "ChunkSignal") -> bool:
+    def _add_fused(self, k: ModuleType, x: np.ndarray, f: FusedCast, c: "ChunkSignal", split: bool = True) -> bool:
         """`add` by the fused kernel, the quantizer included (`recipes.fused_cast`); False, with
         nothing added, where the policy refuses an element (the numpy quantizer raises its error)."""
         rows = x.shape[0]
@@ -412,7 +416,7 @@ class RecipeSums:
                             e, factor, all_finite, span[0], span[1], err, _NO_FLAT, _NO_CODES)
 
         with np.errstate(invalid="ignore", over="ignore"):  # rows are independent: any split over threads
-            parts = codec.map_on_threads(part, _row_spans(rows, x.size))
+            parts = codec.map_on_threads(part, _row_spans(rows, x.size) if split else [(0, rows)])
         if any(p[4] for p in parts):
             return False
         self._add_parts(x, err, parts, c)
@@ -430,7 +434,7 @@ class RecipeSums:
         self.zeroed += sum(int(p[3]) for p in parts)
 
     def _add_compiled(self, k: ModuleType, x: np.ndarray, q: QuantizedChunk, layout: BlockLayout,
-                      c: "ChunkSignal") -> None:
+                      c: "ChunkSignal", split: bool = True) -> None:
         """`add` by the compiled kernel (the same numbers: see `_kernels`)."""
         rows = x.shape[0]
         err = np.empty(rows)
@@ -448,7 +452,7 @@ class RecipeSums:
                                  _NO_FLAT)
 
         with np.errstate(invalid="ignore", over="ignore"):
-            parts = codec.map_on_threads(part, _row_spans(rows, x.size))
+            parts = codec.map_on_threads(part, _row_spans(rows, x.size) if split else [(0, rows)])
         self._add_parts(x, err, parts, c)
 
     def result(self, bits: float) -> RecipeResult:

@@ -365,6 +365,22 @@ def fused_cast(recipe: Recipe, src: np.ndarray, given: Any = None, hadamard: np.
     return None
 
 
+@functools.lru_cache(maxsize=None)
+def _scaled_kernel(recipe: Recipe) -> Any:
+    """The fused kernel of a scaled cast's element format under its policy (`scaled_policy`)."""
+    from . import _kernels
+
+    return _kernels.cast_kernel(recipe.fmt, scaled_policy(recipe.fmt))
+
+
+@functools.lru_cache(maxsize=None)
+def _nvfp4_kernel() -> Any:
+    """The fused kernel of NVFP4's E2M1 elements under the OCP element cast."""
+    from . import _kernels
+
+    return _kernels.cast_kernel(E2M1, element_policy(ElementCast.OCP, E2M1))
+
+
 def scaled_fused(recipe: Recipe, x: np.ndarray, given: Any = None) -> FusedCast | None:
     """A scaled cast (`Scheme.SCALED`) on rows x with its scales set as `quantize_scaled` sets them
     (group amaxes measured, or the whole tensor's `given`; `scaling.group_scales`); None for a
@@ -372,7 +388,7 @@ def scaled_fused(recipe: Recipe, x: np.ndarray, given: Any = None) -> FusedCast 
     from . import _kernels
 
     fmt = recipe.fmt
-    kernel = _kernels.cast_kernel(fmt, scaled_policy(fmt))
+    kernel = _scaled_kernel(recipe)
     if kernel is None:
         return None
     rows, cols = x.shape
@@ -414,7 +430,7 @@ def nvfp4_fused(recipe: Recipe, src: np.ndarray, given: Any = None, hadamard: np
         return None
     from . import _kernels
 
-    kernel = _kernels.cast_kernel(E2M1, element_policy(ElementCast.OCP, E2M1))
+    kernel = _nvfp4_kernel()
     if kernel is None:
         return None
     x = np.ascontiguousarray(src)

@@ -37,11 +37,13 @@ from __future__ import annotations
 import contextlib
 import csv
 import dataclasses
+import functools
 import io
 import math
 import os
 import re
-from concurrent.futures import Executor
+import threading
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence
 
@@ -60,6 +62,7 @@ from .measure import (
     StatsSums,
     TensorStats,
     best_of,
+    compiled_metrics,
     file_ranking,
     map_tile,
     pareto_front,
@@ -195,21 +198,24 @@ def _analyze_rows(ref: TensorRef, source: RowSource, recipes: Sequence[Recipe], 
     amax = GlobalAmax()
     with np.errstate(all="ignore"):  # NaN, Inf and huge inputs are measured, not warned about
         for _, x in _chunks(source, line, step):
-            stats.add_first(x)
-            for r in active:
-                amax.add(run[r.name], x)
+            both = _in_parallel(x)
+            _each([functools.partial(stats.add_first, x)]
+                  + [functools.partial(amax.add, run[r.name], x) for r in active if run[r.name].global_amax], both)
         e = stats.scale_log2
         sums = {r.name: RecipeSums(r, scale_log2=e) for r in active}
         dsums = (DetailSums(detail_recipe, rows, cols, tile, scale_log2=e, line=line)
                  if detail_recipe is not None else None)
         for lo, x in _chunks(source, line, step):
             chunk = stats.add_second(x)
-            for r in active:
+            both = _in_parallel(x)
+
+            def one(r: Recipe, lo: int = lo, x: np.ndarray = x, chunk: Any = chunk, both: bool = both) -> None:
                 q = quantize_chunk(run[r.name], x, amax)
-                sums[r.name].add(x, q, chunk)
+                sums[r.name].add(x, q, chunk, split=not both)
                 if dsums is not None and r is detail_recipe:
                     dsums.add(lo, x, q)
-                del q
+
+            _each([functools.partial(one, r) for r in active], both)
     tstats = stats.result()
     no_finite = tstats.numel > 0 and tstats.nonfinite == tstats.numel
     results = []
@@ -222,6 +228,44 @@ def _analyze_rows(ref: TensorRef, source: RowSource, recipes: Sequence[Recipe], 
     return TensorReport(ref.label, ref.path, ref.shape, ref.dtype, tstats, results, rank_results(results),
                         pareto_front(results), dsums.result() if dsums is not None else None,
                         tensor_flags(tstats, results))
+
+
+_POOL: ThreadPoolExecutor | None = None
+_POOL_SIZE = 0
+_POOL_LOCK = threading.Lock()
+
+
+def _pool() -> ThreadPoolExecutor:
+    """The lab's thread pool (as many threads as the codec's; apart from the codec's own pool, which
+    the recipes' quantizers use from inside these threads)."""
+    global _POOL, _POOL_SIZE
+    with _POOL_LOCK:
+        if _POOL is None or _POOL_SIZE != codec.codec_threads():
+            _POOL_SIZE = codec.codec_threads()
+            _POOL = ThreadPoolExecutor(max_workers=_POOL_SIZE, thread_name_prefix="lowprec-lab")
+        return _POOL
+
+
+def _in_parallel(x: np.ndarray) -> bool:
+    """Whether a chunk's recipes run side by side on the lab's threads: on the compiled path (whose
+    working set per recipe is a few bytes per element) with more than one codec thread."""
+    return codec.codec_threads() > 1 and compiled_metrics(x) is not None
+
+
+def _quiet(fn: Callable[[], None]) -> None:
+    with np.errstate(all="ignore"):  # numpy's error state is per thread
+        fn()
+
+
+def _each(fns: Sequence[Callable[[], None]], parallel: bool) -> None:
+    """Call each of `fns` — on the lab's threads when `parallel` (they touch disjoint sums: every
+    figure is the same whatever the order; a chunk's work ends before the next chunk's starts)."""
+    if not parallel or len(fns) < 2:
+        for fn in fns:
+            fn()
+        return
+    for future in [_pool().submit(_quiet, fn) for fn in fns]:
+        future.result()
 
 
 def analyze_task(task: TensorTask) -> TensorReport:

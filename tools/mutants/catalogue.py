@@ -1010,6 +1010,12 @@ _CATALOGUE: tuple[Mutant, ...] = (
            "False\n            or",
            "NVFP4 under torchao's or Transformer Engine's float32 arithmetic quantized by the ocp quotient rule",
            LABK, "compiled_are_the_numpy and nvfp4"),
+    Mutant("labk-pass1-amax-of-the-stored-recipe", "simulations/lab/runner.py",
+           "for r in active if run[r.name].global_amax], both)",
+           "for r in active if r.global_amax], both)",
+           "the first pass asks the recipe as registered, not as it runs, whether it needs a whole-tensor "
+           "amax: a long 1-D tensor's per-row scales (run per tensor) are measured without it",
+           ("tests/test_lab_hostile.py", "tests/test_lab_frozen.py"), "segments or small_chunks"),
 )
 
 #: every mutant; those in formats/ run with the numpy codec path (see NUMPY)
