@@ -43,6 +43,7 @@ CASES: dict[str, list[str]] = {
     "simulate attention": ["--seq", "8", "--head-dim", "4", "--trials", "4", "--quiet"],
     "simulate recompute": ["--layers", "2", "--steps", "2", "--width", "8", "--batch", "4", "--quiet"],
     "simulate hadamard": ["--rows", "4", "--cols", "32", "--quiet"],
+    "simulate gemm": ["--k-max", "64", "--rows", "2", "--cols", "2", "--no-table", "--quiet"],
     "simulate stateful": ["--variant", "dist-local-amax", "--steps", "3", "--microbatches", "2", "--ranks", "2",
                           "--rows", "8", "--width", "4", "--spike-step", "1", "--overflow", "nonfinite", "--quiet"],
 }

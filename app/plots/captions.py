@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-__all__ = ["OTHER_WIDGETS", "attention", "blocks", "grouping", "hadamard", "recompute", "spike", "stateful"]
+__all__ = ["OTHER_WIDGETS", "attention", "blocks", "gemm", "grouping", "hadamard", "recompute", "spike", "stateful"]
 
 
 def _get(result: Any, key: str, default: Any = None) -> Any:
@@ -130,6 +130,24 @@ def blocks(result: Any) -> str:
             "recipe decodes under its shared scale, crosses what one per-tensor scale gives; faint lines "
             "are the values the block can represent. Below, the error of every block: the recipe stays "
             "flat where per-tensor scaling suffers from blocks far smaller than the tensor's amax.")
+
+
+def gemm(study: Any) -> str:
+    """The accumulator study (`lowprec simulate gemm`, the Accumulator widget)."""
+    text = ("**What to look at:** each line is the error of one way to accumulate the same products, "
+            "against the number of products K (both axes logarithmic); dashed lines promote the tensor "
+            "core's partial sum to FP32 every n elements. Below, one step of one dot product: every term "
+            "shifted to the step's largest exponent, the purple bits kept, the orange bits cut off by the "
+            "truncation (a term marked … has more cut bits than drawn). The longer the running sum C, the "
+            "further right the new products land and the more of them is cut. An error of exactly 0 has "
+            "no place on a logarithmic axis: its point is left out.")
+    curves = getattr(study, "curves", None)
+    if curves:
+        k = curves[0].k[-1]
+        worst = max(curves, key=lambda c: c.median_rel[-1] if c.median_rel[-1] == c.median_rel[-1] else -1.0)
+        text += (f" Here, at K = {k}, the largest median relative error of an output is "
+                 f"{100 * worst.median_rel[-1]:.3g} % ({worst.label}).")
+    return text
 
 
 def _bins(result: Any) -> str:
