@@ -110,45 +110,58 @@ def _pairwise_leaf(a: Any, lo: int, n: int) -> float:
     return res
 
 
+#: the scratch `_pairwise` walks its split tree in: 192 nodes (start, length, expanded) and 96 partial
+#: sums — enough for any row (the tree is at most 64 levels deep); one per kernel call, not per row
+_WORK = 4 * 192
+
+
 @_jit  # type: ignore[misc]
-def _pairwise(a: Any, lo: int, n: int) -> float:
+def _pairwise(a: Any, lo: int, n: int, work: Any) -> float:
     """numpy's pairwise sum of a[lo:lo + n] (float64), operation for operation: runs over 128 split
     at half (rounded down to a multiple of 8) and the halves' sums added. Without recursion (numba's
-    disk cache does not keep recursive functions): the split tree walked with explicit stacks."""
+    disk cache does not keep recursive functions): the split tree walked with explicit stacks, kept in
+    `work` (float64[_WORK], see there: starts and lengths are integers below 2^53, exact)."""
     if n <= 128:
         return _pairwise_leaf(a, lo, n)
-    node_lo = np.empty(192, np.int64)
-    node_n = np.empty(192, np.int64)
-    node_done = np.empty(192, np.bool_)
-    vals = np.empty(96)
     nv = 0
-    node_lo[0] = lo
-    node_n[0] = n
-    node_done[0] = False
+    work[0] = lo  # node t: work[3t] start, work[3t + 1] length, work[3t + 2] expanded; sums from 576
+    work[1] = n
+    work[2] = 0.0
     top = 1
     while top > 0:
         top -= 1
-        l, m, done = node_lo[top], node_n[top], node_done[top]
+        l = np.int64(work[3 * top])
+        m = np.int64(work[3 * top + 1])
         if m <= 128:
-            vals[nv] = _pairwise_leaf(a, l, m)
+            work[576 + nv] = _pairwise_leaf(a, l, m)
             nv += 1
-        elif done:
+        elif work[3 * top + 2] != 0.0:
             nv -= 1
-            vals[nv - 1] = vals[nv - 1] + vals[nv]  # left + right
+            work[576 + nv - 1] = work[576 + nv - 1] + work[576 + nv]  # left + right
         else:
             m2 = m // 2
             m2 -= m2 % 8
-            node_lo[top], node_n[top], node_done[top] = l, m, True
-            node_lo[top + 1], node_n[top + 1], node_done[top + 1] = l + m2, m - m2, False
-            node_lo[top + 2], node_n[top + 2], node_done[top + 2] = l, m2, False  # the left half first
+            work[3 * top + 2] = 1.0
+            work[3 * top + 3] = l + m2  # the right half
+            work[3 * top + 4] = m - m2
+            work[3 * top + 5] = 0.0
+            work[3 * top + 6] = l  # the left half, walked first
+            work[3 * top + 7] = m2
+            work[3 * top + 8] = 0.0
             top += 3
-    return vals[0]
+    return work[576]
+
+
+@_jit  # type: ignore[misc]
+def _row_sum_in(a: Any, n: int, work: Any) -> float:
+    """`np.add.reduce` of a row: 0.0 plus its pairwise sum (`work`: `_pairwise`'s scratch)."""
+    return 0.0 + _pairwise(a, 0, n, work)
 
 
 @_jit  # type: ignore[misc]
 def _row_sum(a: Any, n: int) -> float:
-    """`np.add.reduce` of a row: 0.0 plus its pairwise sum."""
-    return 0.0 + _pairwise(a, 0, n)
+    """`_row_sum_in` with its own scratch."""
+    return _row_sum_in(a, n, np.empty(_WORK))
 
 
 @_jit  # type: ignore[misc]
@@ -178,6 +191,7 @@ def stats_first(x: Any, lo: int, hi: int, row_sums: Any) -> Any:
     cols = x.shape[1]
     xf = x.reshape(-1)
     buf = np.empty(cols)
+    work = np.empty(_WORK)
     finite: Any = 0
     zeros: Any = 0
     amax = np.uint64(0)
@@ -191,7 +205,7 @@ def stats_first(x: Any, lo: int, hi: int, row_sums: Any) -> Any:
             finite += np.int64(fin)
             amax = max(amax, b if fin else np.uint64(0))
             buf[_u(j)] = v if fin else 0.0
-        row_sums[r] = _row_sum(buf, cols)
+        row_sums[r] = _row_sum_in(buf, cols, work)
     return finite, zeros, _float_of_bits(amax)
 
 
@@ -207,6 +221,7 @@ def stats_second(x: Any, lo: int, hi: int, e: int, factor: float, mean: float, s
     b1 = np.empty(cols)
     b2 = np.empty(cols)
     b3 = np.empty(cols)
+    work = np.empty(_WORK)
     finite: Any = 0
     for r in range(lo, hi):
         base = r * cols
@@ -236,9 +251,9 @@ def stats_second(x: Any, lo: int, hi: int, e: int, factor: float, mean: float, s
             for j in range(cols):
                 col_sumsq[_u(j)] += b1[_u(j)]
                 col_count[_u(j)] += np.int64(abs(xf[_u(base + j)]) < np.inf)
-        sumsq[r] = _row_sum(b1, cols)
-        m2[r] = _row_sum(b2, cols)
-        m4[r] = _row_sum(b3, cols)
+        sumsq[r] = _row_sum_in(b1, cols, work)
+        m2[r] = _row_sum_in(b2, cols, work)
+        m4[r] = _row_sum_in(b3, cols, work)
     return finite
 
 
@@ -254,7 +269,7 @@ def _clip_limit(edge: float, s: float) -> float:
 
 @_jit  # type: ignore[misc]
 def _row_tail(x: Any, cin: Any, base: int, cols: int, out: Any, s_grid: Any, sr: int, bc: int, back: Any, sq: Any,
-              h_inv: Any, edge: float, edge_overflows: bool, e: int, factor: float, all_finite: bool,
+              work: Any, h_inv: Any, edge: float, edge_overflows: bool, e: int, factor: float, all_finite: bool,
               x_hat_out: Any) -> Any:
     """A row once its dequantized values `out` are known (x and cin flat, the row at base; its
     blocks of bc elements decoded by s_grid[sr, ·]): flushed and clipped counts from cin, x̂ (out,
@@ -303,7 +318,7 @@ def _row_tail(x: Any, cin: Any, base: int, cols: int, out: Any, s_grid: Any, sr:
             mx = max(mx, K._bits_of(d) & _ABS64)
             d = _descale(d, e, factor)
             sq[_u(j)] = d * d
-    return _row_sum(sq, cols), mx, clipped, zeroed
+    return _row_sum_in(sq, cols, work), mx, clipped, zeroed
 
 
 @_jit  # type: ignore[misc]
@@ -331,6 +346,7 @@ def recipe_sums(x: Any, codes: Any, table: Any, scales: Any, br: int, bc: int, r
     out = np.empty(cols)
     back = np.empty(cols)
     sq = np.empty(cols)
+    work = np.empty(_WORK)
     mx = np.uint64(0)
     clipped = 0
     zeroed = 0
@@ -344,8 +360,8 @@ def recipe_sums(x: Any, codes: Any, table: Any, scales: Any, br: int, bc: int, r
         if round32:
             for j in range(cols):
                 out[_u(j)] = np.float64(np.float32(out[_u(j)]))
-        err[r], m, c, z = _row_tail(xf, inf, base, cols, out, scales, sr, bc, back, sq, h_inv, edge, edge_overflows,
-                                    e, factor, all_finite, x_hat_out)
+        err[r], m, c, z = _row_tail(xf, inf, base, cols, out, scales, sr, bc, back, sq, work, h_inv, edge,
+                                    edge_overflows, e, factor, all_finite, x_hat_out)
         mx = max(mx, m)
         clipped += c
         zeroed += z
@@ -406,6 +422,7 @@ def _cast_loops(ep: Any, U: Any, integer: bool, out_mask: int) -> Any:
         out = np.empty(cols)
         back = np.empty(cols)
         sq = np.empty(cols)
+        work = np.empty(_WORK)
         scaled = np.empty(cols)
         codes = np.empty(cols, np.uint16)
         keep_codes = codes_out.shape[0] > 0
@@ -453,7 +470,7 @@ def _cast_loops(ep: Any, U: Any, integer: bool, out_mask: int) -> Any:
             if round32:
                 for j in range(cols):
                     out[_u(j)] = np.float64(np.float32(out[_u(j)]))
-            err[r], m, c, z = _row_tail(xf, sf, base, cols, out, s_grid, sr, bc, back, sq, h_inv, edge,
+            err[r], m, c, z = _row_tail(xf, sf, base, cols, out, s_grid, sr, bc, back, sq, work, h_inv, edge,
                                         edge_overflows, e, factor, all_finite, x_hat_out)
             mx = max(mx, m)
             clipped += c
