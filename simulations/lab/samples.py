@@ -25,7 +25,7 @@ from typing import Callable
 import ml_dtypes
 import numpy as np
 
-__all__ = ["SAMPLES", "SAMPLES_DOC", "SAMPLE_SEED", "sample"]
+__all__ = ["SAMPLES", "SAMPLES_DOC", "SAMPLE_SEED", "activation_like", "sample"]
 
 SAMPLE_SEED = 2025
 WEIGHT_OUTLIER_COLUMNS = (17, 101, 300, 451)
@@ -76,3 +76,19 @@ def sample(name: str) -> dict[str, np.ndarray]:
     if name not in SAMPLES:
         raise ValueError(f"unknown sample {name!r}; samples: {', '.join(SAMPLES)}")
     return SAMPLES[name]()
+
+
+def activation_like(features: int, tokens: int = 32, seed: int = SAMPLE_SEED + 3) -> np.ndarray:
+    """An activation of `tokens` rows entering a linear layer of `features` inputs (FP32), made as
+    `activation` is: standard normal values, each token scaled by a log-normal factor (σ 0.3), and
+    three outlier features near ±60 at the same relative places (7, 64 and 200 of every 256). What
+    the product and the audit multiply a weight by when the user gives no activation."""
+    if isinstance(features, bool) or not isinstance(features, (int, np.integer)) or features < 1:
+        raise ValueError(f"features must be a positive integer, got {features!r}")
+    if isinstance(tokens, bool) or not isinstance(tokens, (int, np.integer)) or tokens < 1:
+        raise ValueError(f"tokens must be a positive integer, got {tokens!r}")
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((int(tokens), int(features))) * rng.lognormal(0.0, 0.3, size=(int(tokens), 1))
+    for c in sorted({int(f) * int(features) // 256 for f in ACTIVATION_OUTLIER_FEATURES}):
+        a[:, c] = rng.choice([-1.0, 1.0]) * rng.normal(60.0, 5.0, size=int(tokens))
+    return a.astype(np.float32)
