@@ -28,7 +28,8 @@ One `Layout` record per layout, in `LAYOUTS`; the functions below work from the 
   on its 16 rows, what a 1 × 16 kernel reads), or as a (rows / 16, cols / 16) grid. Dequantization,
   as ModelOpt's `NVFP4QTensor.dequantize` computes it: per block `s = float32(scale) · scale_2`
   (an FP32 multiply), then `value · s` (a second FP32 multiply): two roundings, where the recipe's
-  own `dequantize()` forms value · scale · scale_2 exactly and rounds once. Recipes: `nvfp4`,
+  own `dequantize()` forms value · scale · scale_2 exactly and rounds once (and ModelOpt's E2M1 table
+  holds +0 for code 0b1000, the recipe −0). Recipes: `nvfp4`,
   `nvfp4_16x16`, `nvfp4_4over6` under any convention (one FP32 second level per tensor).
 - `compressed_tensors_fp8` — llm-compressor's compressed-tensors `float-quantized` format: `NAME`
   E4M3FN codes and `NAME_scale` the decode scale, per tensor (shape () or (1,)) or per output channel
@@ -362,7 +363,7 @@ def dequantize_window(layout: str | Layout, codes: np.ndarray, scales: np.ndarra
         if lay.name == "modelopt_nvfp4":
             block = (formats.decode(np.asarray(scales, dtype=np.uint8), E4M3FN).astype(np.float32)
                      * np.float32(scale_2 if scale_2 is not None else 1.0)).astype(np.float32)
-            v = formats.decode(codes, E2M1).astype(np.float32)
+            v = formats.decode(codes, E2M1).astype(np.float32) + np.float32(0.0)  # ModelOpt's table: code 8 is +0
             return (v * block).astype(np.float32)
         # compressed-tensors: in the scale's dtype
         v = formats.decode(codes, E4M3FN).astype(np.float32)
@@ -414,16 +415,18 @@ def layout_from_config(config: dict[str, Any] | None, hf_quant: dict[str, Any] |
 
 
 def recognise(name: str, dtype: str, names: dict[str, str]) -> str | None:
-    """The layout whose parts `name` (of safetensors `dtype`) and its partners in `names` (every tensor
-    of the file: name → dtype) are, judged by names and dtypes alone; None when it is no quantized
-    layout's codes."""
-    if dtype == "U8" and name.endswith(("_blocks", ".blocks")):
+    """The layout whose codes `name` (of safetensors `dtype`) is, judged by its name, its dtype and its
+    partners in `names` (every tensor of the file: name → dtype); None when it is no quantized
+    layout's codes. A partner's name decides where it is unambiguous (`NAME_scale_inv`,
+    `NAME_blocks`), so codes of the wrong dtype are refused by the layout's checks rather than read
+    as another tensor."""
+    if name.endswith(("_blocks", ".blocks")):
         return "gptoss_mxfp4"
-    if dtype == "F8_E4M3" and name + "_scale_inv" in names:
+    if name + "_scale_inv" in names:
         return "deepseek_fp8"
-    if dtype == "U8" and (names.get(name + "_scale") == "F8_E4M3" or name + "_scale_2" in names):
+    if name + "_scale_2" in names or (name + "_scale" in names and (dtype == "U8" or names[name + "_scale"] == "F8_E4M3")):
         return "modelopt_nvfp4"
-    if dtype == "F8_E4M3" and name + "_scale" in names:
+    if name + "_scale" in names and dtype.startswith("F8_"):
         return "compressed_tensors_fp8"
     return None
 
