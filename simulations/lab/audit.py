@@ -43,6 +43,7 @@ from lowprec import formats
 
 from ..quant.recipes import get_recipe, matrix_shape
 from .layouts import get_layout, is_pow2, truncate_to_exponent
+from .measure import ExactSum
 from .quantized import QuantizedRows
 from .readers import TensorRef, iter_chunks
 from .samples import activation_like
@@ -51,6 +52,7 @@ __all__ = ["AUDIT_TOKENS", "AFFECTED_SHOWN", "REQUANT_CAVEAT", "TensorAudit", "a
 
 AUDIT_TOKENS = 16  # tokens of the generated activation the truncation's product error is measured with
 AFFECTED_SHOWN = 20  # affected blocks listed by name (the worst first); all are counted
+BLOCK = 128  # rows of W per product matmul call (chunks hold a multiple of it: the same sums for every chunk size)
 CHUNK_ELEMENTS = 1 << 20
 REQUANT_CAVEAT = ("The other recipes are measured on the dequantized values: a re-quantization of a tensor that "
                   "was already quantized. The original high-precision weights are gone, so these errors are "
@@ -178,9 +180,10 @@ def audit_tensor(ref: TensorRef, activation: np.ndarray | None = None, chunk_ele
     zero_scale = zero_codes = nonfinite = non_pow2 = at_max = differ = 0
     fmin, fmax = math.inf, -math.inf
     worst: list[tuple[float, int, int, float, float]] = []  # (loss, block row, block column, scale, kept)
-    w_sig = w_err = y_sig = y_err = 0.0
+    w_sig, w_err, y_sig, y_err = ExactSum(), ExactSum(), ExactSum(), ExactSum()
     default_step = max(1, max(1, chunk_elements) // max(1, cols))
-    step = max(tr, default_step // tr * tr) if tr <= default_step else default_step
+    unit = math.lcm(tr, BLOCK) if tr <= default_step else BLOCK  # chunks of whole tiles and whole product blocks
+    step = max(unit, default_step // unit * unit)
     pending: tuple[int, np.ndarray] | None = None  # a block row whose codes continue in the next chunk
     col_starts = np.arange(0, cols, tc)
     recipe_exact = _recipe_dequantizer(ref, src)
@@ -243,19 +246,20 @@ def audit_tensor(ref: TensorRef, activation: np.ndarray | None = None, chunk_ele
                 factor = np.where(fin, kept / np.where(fin, sv, 1.0), 1.0)
                 per_elem = factor[(np.arange(lo, hi) // tr - g0)[:, None], (np.arange(cols) // tc)[None, :]]
                 truncated = values * per_elem  # each value × kept / s: the block shrinks by its factor
-                w_sig += float((values * values).sum())
-                w_err += float(((truncated - values) ** 2).sum())
-                y = x @ values.T
-                yt = x @ truncated.T
-                y_sig += float((y * y).sum())
-                y_err += float(((yt - y) ** 2).sum())
+                w_sig.add((values * values).sum(axis=1))
+                w_err.add(((truncated - values) ** 2).sum(axis=1))
+                for b in range(0, hi - lo, BLOCK):  # the same matmul calls whatever the chunk size
+                    y = x @ values[b:b + BLOCK].T
+                    yt = x @ truncated[b:b + BLOCK].T
+                    y_sig.add((y * y).sum(axis=0))
+                    y_err.add(((yt - y) ** 2).sum(axis=0))
     numel = rows * cols
     truncation = None
     affected: list[dict[str, Any]] = []
     if fp_scales:
         truncation = {"factor_min": fmin if non_pow2 else 1.0, "factor_max": fmax if non_pow2 else 1.0,
-                      "weight_rel_err": math.sqrt(w_err / w_sig) if w_sig else 0.0,
-                      "product_rel_err": math.sqrt(y_err / y_sig) if y_sig else 0.0,
+                      "weight_rel_err": math.sqrt(w_err.value / w_sig.value) if w_sig.value else 0.0,
+                      "product_rel_err": math.sqrt(y_err.value / y_sig.value) if y_sig.value else 0.0,
                       "tokens": int(x.shape[0]),
                       "activation": "given" if activation is not None else
                       f"samples.activation_like({cols}, {AUDIT_TOKENS})"}

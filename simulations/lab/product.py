@@ -49,6 +49,7 @@ from lowprec import formats
 
 from ..quant import engine as _engine
 from ..quant.recipes import Recipe, Scheme, get_recipe, matrix_shape
+from .measure import ExactSum
 from .readers import TensorRef, iter_chunks, open_rows
 from .recipes import GlobalAmax, quantize_chunk
 from .samples import activation_like
@@ -62,6 +63,7 @@ DEFAULT_ACTIVATION_RECIPES: tuple[str, ...] = (NONE, "e4m3_row", "fp8_1x128", "m
 MAX_TOKENS = 4096  # rows of a given activation used (the first ones)
 MMA_ARCHS = ("hopper",)
 PROMOTE_EVERY = 128
+BLOCK = 128  # rows of W per matmul call (chunks hold a multiple of it)
 
 
 @dataclass(frozen=True)
@@ -106,8 +108,6 @@ class PairResult:
     skipped: str | None = None  # why the pair does not apply
     mma: dict[str, Any] = field(default_factory=dict)  # "promoted" / "unpromoted" → {"rel_err", "core_rel_err"} or
     #                                                    {"skipped": why}
-    _signal: float = 0.0
-    _error: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return {"weight": self.weight, "activation": self.activation, "rel_err": self.rel_err,
@@ -345,23 +345,26 @@ def product_task(ref: TensorRef, recipes: Sequence[Recipe], config: ProductConfi
             for r in weights[1:]:
                 if r is not None:
                     amax.add(r, w)
-        y_sig = 0.0
+        y_sig = ExactSum()
+        errors = {key: ExactSum() for key in pairs}
         mma_w: dict[str, Any] = {}
         for lo, hi in iter_chunks(rows, step):
             w = src.read(lo, hi)
             w64 = w.astype(np.float64)
-            y = x @ w64.T
-            y_sig += float((y * y).sum())
-            for r, wname in zip(weights, wnames):
-                w_hat = w64 if r is None else quantize_chunk(r, w, amax).x_hat
-                for aname, (x_hat, _, why) in acts.items():
-                    if x_hat is None:
-                        continue
-                    d = x_hat @ w_hat.T - y
-                    p = pairs[(wname, aname)]
-                    p._error += float((d * d).sum())
-                    if d.size:
-                        maxabs[(wname, aname)] = max(maxabs[(wname, aname)], float(np.abs(d).max()))
+            w_hats = [w64 if r is None else quantize_chunk(r, w, amax).x_hat for r in weights]
+            # products by blocks of BLOCK rows of W, aligned on the tensor: the same matmul calls, so
+            # the same sums, whatever the chunk size (sums per output channel, added exactly)
+            for b in range(0, hi - lo, BLOCK):
+                y = x @ w64[b:b + BLOCK].T
+                y_sig.add((y * y).sum(axis=0))
+                for w_hat, wname in zip(w_hats, wnames):
+                    for aname, (x_hat, _, why) in acts.items():
+                        if x_hat is None:
+                            continue
+                        d = x_hat @ w_hat[b:b + BLOCK].T - y
+                        errors[(wname, aname)].add((d * d).sum(axis=0))
+                        if d.size:
+                            maxabs[(wname, aname)] = max(maxabs[(wname, aname)], float(np.abs(d).max()))
             if config.mma is not None and lo < mma_rows:
                 top = min(hi, mma_rows) - lo
                 for r, wname in zip(weights, wnames):
@@ -369,7 +372,7 @@ def product_task(ref: TensorRef, recipes: Sequence[Recipe], config: ProductConfi
                     mma_w.setdefault(wname, []).append(part)
     for key, p in pairs.items():
         if p.skipped is None:
-            p.rel_err = _rel(p._error, y_sig)
+            p.rel_err = _rel(errors[key].value, y_sig.value)
             p.max_abs_err = maxabs[key]
     if config.mma is not None:
         _mma_pairs(ref, src, x, acts, mma_w, wnames, pairs, config.mma, min(rows, mma_rows))
