@@ -43,6 +43,8 @@ CASES: dict[str, list[str]] = {
     "simulate attention": ["--seq", "8", "--head-dim", "4", "--trials", "4", "--quiet"],
     "simulate recompute": ["--layers", "2", "--steps", "2", "--width", "8", "--batch", "4", "--quiet"],
     "simulate hadamard": ["--rows", "4", "--cols", "32", "--quiet"],
+    "quantize": [_lab_file(), "--recipe", "e4m3_row", "--layout", "compressed_tensors_fp8", "-o",
+                 str(Path(__import__("tempfile").mkdtemp(prefix="lowprec-json-")) / "out"), "--quiet"],
 }
 #: commands whose --json takes no file (a flag: the JSON goes to stdout)
 EXTRA_RUNS: dict[str, list[str]] = {"formats table": ["formats", "table", "E5M2", "--json"]}

@@ -25,7 +25,7 @@ from typing import Callable
 import ml_dtypes
 import numpy as np
 
-__all__ = ["SAMPLES", "SAMPLES_DOC", "SAMPLE_SEED", "activation_like", "sample"]
+__all__ = ["LAYOUT_SAMPLES", "SAMPLES", "SAMPLES_DOC", "SAMPLE_SEED", "activation_like", "sample", "write_layout_sample"]
 
 SAMPLE_SEED = 2025
 WEIGHT_OUTLIER_COLUMNS = (17, 101, 300, 451)
@@ -59,7 +59,10 @@ SAMPLES_DOC = (
     "deviation 0.02 with four input channels ×16 (outlier channels); **activation** — 512 tokens × 256 "
     "features FP32, normal values scaled per token by a log-normal factor, three features near ±60 "
     "(outlier features, as LLM.int8() reports); **gradient** — 256 × 512 FP32, Student-t with 2 dof × 1e-5 "
-    "(heavy tails); **layer** — all three."
+    "(heavy tails); **layer** — all three. Pre-quantized: the weight written by `lowprec quantize` as a "
+    "**deepseek_fp8** checkpoint (DeepSeek-V3: E4M3, FP32 scales per 128×128 tile), **gptoss_mxfp4** (gpt-oss: "
+    "packed E2M1, E8M0 scales per 32), **modelopt_nvfp4** (ModelOpt: packed E2M1, E4M3 scales per 16, FP32 "
+    "scale_2) and **compressed_tensors_fp8** (llm-compressor: E4M3, an FP32 scale per output channel)."
 )
 
 SAMPLES: dict[str, Callable[[], dict[str, np.ndarray]]] = {
@@ -69,6 +72,28 @@ SAMPLES: dict[str, Callable[[], dict[str, np.ndarray]]] = {
     "activation": lambda: {"mlp.up_proj.input": activation()},
     "gradient": lambda: {"mlp.up_proj.weight.grad": gradient()},
 }
+
+
+#: the bundled pre-quantized samples: name → (layout, recipe) with which `write_layout_sample` stores
+#: the `weight` sample (as `lowprec quantize` does); the name is the layout's
+LAYOUT_SAMPLES: dict[str, tuple[str, str]] = {
+    "deepseek_fp8": ("deepseek_fp8", "fp8_128x128@deepseek"),
+    "gptoss_mxfp4": ("gptoss_mxfp4", "mxfp4"),
+    "modelopt_nvfp4": ("modelopt_nvfp4", "nvfp4"),
+    "compressed_tensors_fp8": ("compressed_tensors_fp8", "e4m3_row"),
+}
+
+
+def write_layout_sample(name: str, folder: str) -> str:
+    """Write the pre-quantized sample `name` (a key of LAYOUT_SAMPLES: the `weight` sample as
+    `mlp.up_proj.weight`) into the empty `folder`; the path of its `.safetensors` file."""
+    if name not in LAYOUT_SAMPLES:
+        raise ValueError(f"unknown pre-quantized sample {name!r}; samples: {', '.join(LAYOUT_SAMPLES)}")
+    from .writeback import quantize_arrays
+
+    layout, recipe = LAYOUT_SAMPLES[name]
+    report = quantize_arrays({"mlp.up_proj.weight": weight()}, recipe, layout, folder, force=True)
+    return report.files[0]
 
 
 def sample(name: str) -> dict[str, np.ndarray]:
