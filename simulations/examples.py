@@ -37,7 +37,7 @@ from lowprec.formats import (
     policy_for,
 )
 
-from . import examples_blocks, examples_course, examples_extra
+from . import examples_blocks, examples_ckpt, examples_course, examples_extra
 from ._io import ArgumentParser, check_output_path, error_exit, write_json
 from .example_record import Example, Value, as_number, format_number
 from .quant.mx import mx_scale_rule_table
@@ -441,6 +441,7 @@ EXAMPLES: dict[str, Callable[[], Example]] = {
     **examples_extra.EXAMPLES,  # lesson-specific examples
     **examples_course.EXAMPLES,  # the course's predictions and exercises
     **examples_blocks.EXAMPLES,  # block-format conventions
+    **examples_ckpt.EXAMPLES,  # lesson 25: reading a pre-quantized checkpoint
 }
 
 #: examples that need torch (autograd or torch.utils.checkpoint is the point): `example(name)`

@@ -205,6 +205,7 @@ VERIFIED_LINKS = {
     "https://github.com/NVIDIA/TransformerEngine",
     "https://github.com/NVIDIA/TransformerEngine/pull/24",  # FP8 meta stash for full activation recompute
     "https://github.com/NVIDIA/TransformerEngine/pull/3284",  # Preserve FP8 recompute state for inner autocast
+    "https://github.com/sgl-project/sglang/issues/39193",  # FP32 scales truncated to their exponent by a UE8M0 kernel
 }
 
 

@@ -24,6 +24,7 @@ import pytest
 
 from lowprec.app.lessons import ExerciseBlock, PredictionBlock, load_lessons, render_blocks
 from lowprec.simulations.examples import example
+from tests import ckpt_oracles
 
 F32 = np.float32
 BF16 = ml_dtypes.bfloat16
@@ -618,6 +619,7 @@ ORACLES: dict[str, Callable[[], Any]] = {
     "example:conventions_edges.e8m0_zero_torch": lambda: torch_cast(0.0, "float8_e8m0fnu"),
     "example:conventions_edges.e5m2_62000_torch": lambda: torch_cast(62000.0, "float8_e5m2"),
 }
+ORACLES.update(ckpt_oracles.ORACLES)  # lesson 25 (reading a quantized checkpoint): tests/ckpt_oracles.py
 
 
 def _exposed(stateful: list[str]) -> str:
