@@ -383,7 +383,7 @@ def one_line_error(folder: Path, pattern: str) -> str:
     """The error of scanning the folder's file: one line matching `pattern`."""
     import re
 
-    with pytest.raises(LabReadError) as info:
+    with pytest.raises(LabReadError, match=pattern) as info:
         quantized_ref(folder)
     msg = str(info.value)
     assert "\n" not in msg and re.search(pattern, msg), msg
@@ -394,7 +394,7 @@ def read_error(folder: Path, pattern: str) -> str:
     """The error of scanning and reading every row (digests are checked as the rows stream)."""
     import re
 
-    with pytest.raises(LabReadError) as info:
+    with pytest.raises(LabReadError, match=pattern) as info:
         for ref in scan([str(f) for f in sorted(folder.glob("*.safetensors"))]).tensors:
             src = readers.open_rows(ref)
             for lo in range(0, src.rows, 16):
