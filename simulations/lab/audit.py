@@ -42,7 +42,7 @@ import numpy as np
 from lowprec import formats
 
 from ..quant.recipes import get_recipe, matrix_shape
-from .layouts import get_layout, is_pow2, truncate_to_exponent
+from .layouts import dequantize_window, get_layout, is_pow2, truncate_to_exponent
 from .measure import ExactSum
 from .quantized import QuantizedRows
 from .readers import TensorRef, iter_chunks
@@ -186,33 +186,40 @@ def audit_tensor(ref: TensorRef, activation: np.ndarray | None = None, chunk_ele
     step = max(unit, default_step // unit * unit)
     pending: tuple[int, np.ndarray] | None = None  # a block row whose codes continue in the next chunk
     col_starts = np.arange(0, cols, tc)
-    recipe_exact = _recipe_dequantizer(ref, src)
 
-    def finish(g: int, bmax_row: np.ndarray, sv_row: np.ndarray, stored_row: np.ndarray) -> None:
-        """The statistics of block row g, once its codes are all seen."""
+    def finish(g: np.ndarray, bmax: np.ndarray, sv_rows: np.ndarray, stored_rows: np.ndarray) -> None:
+        """The statistics of block rows `g` (their codes all seen): `bmax` the codes' largest
+        magnitude per block, `sv_rows` the blocks' scales, `stored_rows` as stored."""
         nonlocal zero_codes, nonfinite, zero_scale, smin, smax, non_pow2, fmin, fmax
-        zero_codes += int(np.count_nonzero(bmax_row == 0))
-        fin = np.isfinite(sv_row)
+        zero_codes += int(np.count_nonzero(bmax == 0))
+        fin = np.isfinite(sv_rows)
         nonfinite += int(np.count_nonzero(~fin))
-        zero_scale += int(np.count_nonzero(sv_row == 0))
-        pos = sv_row[fin & (sv_row > 0)]
+        zero_scale += int(np.count_nonzero(sv_rows == 0))
+        pos = sv_rows[fin & (sv_rows > 0)]
         if pos.size:
             smin, smax = min(smin, float(pos.min())), max(smax, float(pos.max()))
             for e, n in zip(*np.unique(np.floor(np.log2(pos)).astype(np.int64), return_counts=True)):
                 hist[int(e)] = hist.get(int(e), 0) + int(n)
-        _count_ends(lay.name, recipe.scale_format.value, stored_row, sv_row, ends)
-        if fp_scales:
-            bad = ~is_pow2(sv_row) & fin & (sv_row > 0)
-            non_pow2 += int(np.count_nonzero(bad))
-            for j in np.flatnonzero(bad):
-                s = float(sv_row[j])
-                k = float(truncate_to_exponent(np.array([s], np.float32))[0])
-                fmin, fmax = min(fmin, k / s), max(fmax, k / s)
-                item = (1.0 - k / s, -g, -int(j), s, k)
-                if len(worst) < AFFECTED_SHOWN:
-                    heapq.heappush(worst, item)
-                elif item > worst[0]:
-                    heapq.heapreplace(worst, item)
+        _count_ends(lay.name, recipe.scale_format.value, stored_rows, sv_rows, ends)
+        if not fp_scales:
+            return
+        bad = ~is_pow2(sv_rows) & fin & (sv_rows > 0)
+        n_bad = int(np.count_nonzero(bad))
+        if not n_bad:
+            return
+        non_pow2 += n_bad
+        s = sv_rows[bad]
+        k = truncate_to_exponent(s.astype(np.float32)).astype(np.float64)
+        factor = k / s
+        fmin, fmax = min(fmin, float(factor.min())), max(fmax, float(factor.max()))
+        bi, bj = np.nonzero(bad)
+        order = np.argsort(factor, kind="stable")[:AFFECTED_SHOWN]  # only the worst can enter the list
+        for i in order:
+            item = (1.0 - float(factor[i]), -int(g[bi[i]]), -int(bj[i]), float(s[i]), float(k[i]))
+            if len(worst) < AFFECTED_SHOWN:
+                heapq.heappush(worst, item)
+            elif item > worst[0]:
+                heapq.heapreplace(worst, item)
 
     with np.errstate(all="ignore"):
         for lo, hi in iter_chunks(rows, step):
@@ -227,32 +234,34 @@ def audit_tensor(ref: TensorRef, activation: np.ndarray | None = None, chunk_ele
             colmax = np.maximum.reduceat(mags, col_starts, axis=1)
             starts = np.unique(np.concatenate([[0], np.arange((-lo) % tr, hi - lo, tr)])).astype(np.int64)
             parts = np.maximum.reduceat(colmax, starts, axis=0)
-            for k, first in enumerate(starts):
-                g = (lo + int(first)) // tr
-                row_max = parts[k]
-                if pending is not None and pending[0] == g:
-                    row_max = np.maximum(row_max, pending[1])
-                    pending = None
-                if min((g + 1) * tr, rows) <= hi:
-                    finish(g, row_max, sv[g - g0], blk[g - g0])
-                else:
-                    pending = (g, row_max)
-            values = src.read(lo, hi).astype(np.float64)
-            exact = recipe_exact(lo, hi)
-            differ += int(np.count_nonzero(exact.view(np.uint32) != values.astype(np.float32).view(np.uint32)))
+            gs = (lo + starts) // tr  # the block row of each part
+            if pending is not None and pending[0] == gs[0]:
+                parts[0] = np.maximum(parts[0], pending[1])
+                pending = None
+            done = np.minimum((gs + 1) * tr, rows) <= hi  # block rows whose codes are all seen
+            if done.any():
+                finish(gs[done], parts[done], sv[gs[done] - g0], blk[gs[done] - g0])
+            if not done[-1]:
+                pending = (int(gs[-1]), parts[-1])
+            per_scale = geo.expand(stored, lo, hi)
+            values32 = dequantize_window(lay, codes, per_scale, src.scale_2, scale_dtype)
+            exact = _recipe_exact(lay.name, codes, per_scale, src.scale_2, scale_dtype)
+            differ += int(np.count_nonzero(exact.view(np.uint32) != values32.view(np.uint32)))
             if fp_scales:
+                values = values32.astype(np.float64)
                 fin = np.isfinite(sv) & (sv > 0)
                 kept = truncate_to_exponent(sv.astype(np.float32)).astype(np.float64)
-                factor = np.where(fin, kept / np.where(fin, sv, 1.0), 1.0)
-                per_elem = factor[(np.arange(lo, hi) // tr - g0)[:, None], (np.arange(cols) // tc)[None, :]]
-                truncated = values * per_elem  # each value × kept / s: the block shrinks by its factor
+                shrink = np.where(fin, kept / np.where(fin, sv, 1.0), 1.0) - 1.0  # factor − 1 per block
                 w_sig.add((values * values).sum(axis=1))
-                w_err.add(((truncated - values) ** 2).sum(axis=1))
+                dv = values * geo.expand(shrink, lo, hi) if shrink.any() else None  # truncated − stored values
+                if dv is not None:
+                    w_err.add((dv * dv).sum(axis=1))
                 for b in range(0, hi - lo, BLOCK):  # the same matmul calls whatever the chunk size
                     y = x @ values[b:b + BLOCK].T
-                    yt = x @ truncated[b:b + BLOCK].T
                     y_sig.add((y * y).sum(axis=0))
-                    y_err.add(((yt - y) ** 2).sum(axis=0))
+                    if dv is not None:
+                        yd = x @ dv[b:b + BLOCK].T  # what the truncation changes in y
+                        y_err.add((yd * yd).sum(axis=0))
     numel = rows * cols
     truncation = None
     affected: list[dict[str, Any]] = []
@@ -335,28 +344,20 @@ def _notes(ref: TensorRef, layout: str, scale_format: str, non_pow2: int, fp_sca
     return out
 
 
-def _recipe_dequantizer(ref: TensorRef, src: QuantizedRows) -> Any:
-    """rows lo..hi → the recipe's exact dequantization of the stored codes and scales (float32), by
-    the recipe's own native tensor (`quant.mx.MXTensor`, `quant.nvfp4.NVFP4Tensor`,
-    `quant.fp8_blockwise.FP8TileTensor`) or codes × the exact decode scale (compressed-tensors)."""
-    lay = ref.layout
-    geo = src.geo
+def _recipe_exact(layout: str, codes: np.ndarray, per_scale: np.ndarray, scale_2: float | None,
+                  scale_dtype: str) -> np.ndarray:
+    """The recipe's exact dequantization of stored codes under their per-element stored scales
+    (float32): value · scale (· scale_2) formed exactly and rounded once, as the recipe's own
+    `dequantize()` does (`quant.mx.MXTensor`, `quant.nvfp4.NVFP4Tensor`,
+    `quant.fp8_blockwise.FP8TileTensor`); an E8M0 scale code 255 is NaN (OCP)."""
+    from .layouts import scale_values
 
-    def run(lo: int, hi: int) -> np.ndarray | None:
-        codes, stored = src.stored_rows(lo, hi)
-        from .layouts import scale_values
-
-        sv, scodes = scale_values(lay, stored, src._scales.dtype)
-        per = geo.expand(sv.reshape(stored.shape[0], -1), lo, hi)
-        fmt = formats.get_format(get_layout(lay).element)
-        vals = formats.decode(codes, fmt).astype(np.float64)
-        with np.errstate(all="ignore"):
-            if lay == "modelopt_nvfp4":
-                exact = vals * per * float(src.scale_2 if src.scale_2 is not None else 1.0)
-            elif lay == "gptoss_mxfp4":
-                exact = np.where(geo.expand(stored.reshape(stored.shape[0], -1), lo, hi) == 255, np.nan, vals * per)
-            else:
-                exact = vals * per
-            return exact.astype(np.float32)
-
-    return run
+    sv, _ = scale_values(layout, per_scale, scale_dtype)
+    vals = formats.decode(codes, formats.get_format(get_layout(layout).element)).astype(np.float64)
+    with np.errstate(all="ignore"):
+        exact = vals * sv.reshape(vals.shape)
+        if layout == "modelopt_nvfp4":
+            exact = exact * float(scale_2 if scale_2 is not None else 1.0)
+        if layout == "gptoss_mxfp4":
+            exact = np.where(per_scale == 255, np.nan, exact)
+        return exact.astype(np.float32)

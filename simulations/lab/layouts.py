@@ -217,15 +217,18 @@ class Geometry:
 
     def expand(self, scales: np.ndarray, lo: int, hi: int, col_lo: int = 0, col_hi: int | None = None) -> np.ndarray:
         """The scale of each element of rows lo..hi (columns col_lo..col_hi) from the stored scale rows
-        `grid_rows_of(lo, hi)`."""
+        `grid_rows_of(lo, hi)` (any per-block array laid out as they are), by repeating rows and
+        columns (no per-element index arrays)."""
         col_hi = self.cols if col_hi is None else col_hi
-        g0, _ = self.grid_rows_of(lo, hi)
-        tr = 1 if self.expand_rows else self.tile[0]
-        tc = self.tile[1]
-        rows = np.arange(lo, hi) // tr - g0
-        cols = np.arange(col_lo, col_hi) // tc
         s2 = scales.reshape(scales.shape[0], -1)
-        return s2[rows[:, None], cols[None, :]]
+        tr = 1 if self.expand_rows else self.tile[0]
+        g0 = lo // tr
+        counts = np.diff(np.clip(np.arange(g0, g0 + s2.shape[0] + 1) * tr, lo, hi))
+        rows = np.repeat(s2, counts, axis=0)
+        tc = self.tile[1]
+        c0, c1 = col_lo // tc, -(-col_hi // tc)
+        off = col_lo - c0 * tc
+        return np.repeat(rows[:, c0:c1], tc, axis=1)[:, off:off + (col_hi - col_lo)]
 
 
 def geometry(layout: str | Layout, recipe: str | Recipe, shape: Sequence[int], *, compact_tiles: bool = False
