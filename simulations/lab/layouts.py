@@ -223,7 +223,7 @@ class Geometry:
         s2 = scales.reshape(scales.shape[0], -1)
         tr = 1 if self.expand_rows else self.tile[0]
         g0 = lo // tr
-        counts = np.diff(np.clip(np.arange(g0, g0 + s2.shape[0] + 1) * tr, lo, hi))
+        counts = np.diff(np.clip(np.arange(g0, g0 + s2.shape[0] + 1, dtype=np.int64) * tr, lo, hi)).astype(np.int64)
         rows = np.repeat(s2, counts, axis=0)
         tc = self.tile[1]
         c0, c1 = col_lo // tc, -(-col_hi // tc)
