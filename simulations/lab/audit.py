@@ -88,6 +88,7 @@ class TensorAudit:
     truncation: dict[str, Any] | None  # the UE8M0 kernel's effect (see the module docstring)
     affected: list[dict[str, Any]]  # the worst affected blocks, by name
     code_counts: list[int]  # one per code of the element format
+    code_values: list[float]  # the element format's value of each code (NaN codes: NaN)
     codes_used: int
     effective_bits: float
     at_max: int  # elements at ±max of the element format
@@ -284,6 +285,7 @@ def audit_tensor(ref: TensorRef, activation: np.ndarray | None = None, chunk_ele
         scale_log2_bins=bins, scale_log2_counts=[hist[b] for b in bins], ends=ends, zero_scale_blocks=zero_scale,
         zero_code_blocks=zero_codes, nonfinite_blocks=nonfinite, non_pow2_blocks=non_pow2 if fp_scales else None,
         truncation=truncation, affected=affected, code_counts=[int(c) for c in code_counts],
+        code_values=[float(v) for v in formats.decode(np.arange(code_counts.size, dtype=np.uint8), elem)],
         codes_used=int(np.count_nonzero(code_counts)), effective_bits=_entropy(code_counts), at_max=at_max,
         numel=numel, producer_vs_recipe=differ, notes=notes)
 
