@@ -1,0 +1,56 @@
+"""The RecipeLab's data for pre-quantized files (`simulations.lab.workbench`): each bundled layout sample
+and an uploaded quantized checkpoint are read as their producers dequantize them, carry their layout,
+recipe and audit to the report the page draws, and a wrong file is one message naming the tensor."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from lowprec.simulations.lab import readers, workbench
+from lowprec.simulations.lab.samples import LAYOUT_SAMPLES, weight, write_layout_sample
+
+
+@pytest.mark.parametrize("name", list(LAYOUT_SAMPLES))
+def test_each_layout_sample_reaches_the_report(name: str) -> None:
+    inp = workbench.sample_input(name)
+    view = workbench.run_lab(inp, workbench.LabConfig(sample=name, recipe="mxfp4"))
+    t = view.report.tensors[0]
+    layout, recipe = LAYOUT_SAMPLES[name]
+    assert (t.layout, t.stored_recipe) == (layout, recipe)
+    assert t.audit is not None and t.audit.layout == layout
+    assert view.detail_report is not None and view.detail_report.audit is t.audit
+    assert workbench.describe(view)["quantized"] == 1
+    # the values are the file's: read again here from a fresh copy of the sample
+    with tempfile.TemporaryDirectory() as folder:
+        path = write_layout_sample(name, os.path.join(folder, "s"))
+        ref = next(r for r in readers.scan([path]).tensors if r.layout)
+        again = readers.open_rows(ref).read(0, ref.shape[0])
+    np.testing.assert_array_equal(inp.arrays["mlp.up_proj.weight"].view(np.uint32), again.view(np.uint32))
+
+
+def test_a_quantized_upload_is_read_and_audited(tmp_path: Path) -> None:
+    path = write_layout_sample("modelopt_nvfp4", str(tmp_path / "m"))
+    # an upload arrives alone: the config beside it is gone, names and dtypes still tell the layout
+    inp = workbench.upload_input("model.safetensors", Path(path).read_bytes())
+    assert inp.stored == {"mlp.up_proj.weight": ("modelopt_nvfp4", "nvfp4")}
+    view = workbench.run_lab(inp, workbench.LabConfig(recipe="nvfp4"))
+    assert view.report.tensors[0].audit is not None
+    assert view.report.tensors[0].result("nvfp4").rms_rel_err is not None
+    assert np.abs(inp.arrays["mlp.up_proj.weight"] - weight().astype(np.float32)).max() > 0  # quantized values
+
+
+def test_a_wrong_quantized_upload_names_the_tensor(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    st = pytest.importorskip("safetensors.torch")
+    path = write_layout_sample("deepseek_fp8", str(tmp_path / "d"))
+    t = st.load_file(path)
+    t["mlp.up_proj.weight_scale_inv"] = t["mlp.up_proj.weight_scale_inv"].to(torch.float16)
+    st.save_file(t, str(tmp_path / "bad.safetensors"))
+    with pytest.raises(ValueError, match=r"^bad\.safetensors: scale tensor 'mlp\.up_proj\.weight_scale_inv' has dtype "
+                                         r"F16; deepseek_fp8 stores it as F32$"):
+        workbench.upload_input("bad.safetensors", (tmp_path / "bad.safetensors").read_bytes())
