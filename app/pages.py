@@ -422,7 +422,8 @@ def lesson_body(lesson: Lesson, lazy: bool = False, query: frozenset[str] = froz
 # links between pages
 # ------------------------------------------------------------------------------------------------
 
-_SITE_TARGET = r"(?:\.\./|\./|/)*(glossary|index|lesson/[A-Za-z0-9_-]+|widget/[A-Za-z0-9_]+)(?:\.html)?(#[^\s)\"']*)?"
+_SITE_TARGET = (r"(?:\.\./|\./|/)*(glossary|index|lesson/[A-Za-z0-9_-]+|widget/[A-Za-z0-9_]+)(?:\.html)?"
+                r"(\?[^\s)#\"']*)?(#[^\s)\"']*)?")
 _MD_LINK_RE = re.compile(r"\]\(" + _SITE_TARGET + r"\)")
 _HTML_LINK_RE = re.compile(r"href=\"" + _SITE_TARGET + "\"")
 
@@ -430,11 +431,17 @@ _HTML_LINK_RE = re.compile(r"href=\"" + _SITE_TARGET + "\"")
 def site_links(text: str, depth: int, suffix: str = "") -> str:
     """Rewrite links to other pages of the site in Markdown/HTML `text` for a page `depth` folders
     down: `../glossary#x`, `/glossary#x`, `glossary#x` all become the right relative link, with
-    `suffix` ('.html' when exported) after the route."""
+    `suffix` ('.html' when exported) after the route and a query (a widget's URL state:
+    `../widget/BinExplorer?format=E4M3FN&value=3.3`) kept after it."""
 
     def target(match: re.Match[str]) -> str:
         route = "" if match.group(1) == "index" else match.group(1)
-        return layout.href(route + (match.group(2) or ""), depth, suffix)
+        link = layout.href(route + (match.group(3) or ""), depth, suffix)
+        query = match.group(2) or ""  # a widget's URL state (a shareable view) goes after the file name
+        if query:
+            path, mark, frag = link.partition("#")
+            link = path + query + mark + frag
+        return link
 
     text = _MD_LINK_RE.sub(lambda m: f"]({target(m)})", text)
     return _HTML_LINK_RE.sub(lambda m: f'href="{target(m)}"', text)

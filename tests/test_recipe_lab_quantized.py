@@ -39,8 +39,10 @@ def test_a_quantized_upload_is_read_and_audited(tmp_path: Path) -> None:
     inp = workbench.upload_input("model.safetensors", Path(path).read_bytes())
     assert inp.stored == {"mlp.up_proj.weight": ("modelopt_nvfp4", "nvfp4")}
     view = workbench.run_lab(inp, workbench.LabConfig(recipe="nvfp4"))
-    assert view.report.tensors[0].audit is not None
-    assert view.report.tensors[0].result("nvfp4").rms_rel_err is not None
+    t = view.report.tensors[0]
+    assert t.audit is not None and t.audit.recipe == "nvfp4" and t.audit.blocks == 256 * 512 // 16
+    err = t.result("nvfp4").rms_rel_err
+    assert err is not None and 0.0 <= err < 0.01  # re-quantizing NVFP4 values by NVFP4: (almost) the same codes
     assert np.abs(inp.arrays["mlp.up_proj.weight"] - weight().astype(np.float32)).max() > 0  # quantized values
 
 

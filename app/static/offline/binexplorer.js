@@ -486,6 +486,22 @@
     a.setv({text: message ? esc("<p>" + esc(message) + "</p>") : "", visible: !!message});
   };
 
+  // ------------------------------------------------------------------ the address
+  function fromAddress(e, bare) {
+    var q;
+    try { q = new URLSearchParams(window.location.search); } catch (err) { return; }
+    var get = function (name) {
+      var v = bare !== null ? q.get(name) : null;
+      return v !== null ? v : q.get("BinExplorer." + name);
+    };
+    var set = function (id, v) { var m = e.m(id); if (m && v !== null && v !== undefined) m.value = v; };
+    var fmt = get("format"), conv = get("convention"), value = get("value");
+    if (fmt === null && conv === null && value === null) return;
+    if (conv !== null) set(e.cfg.ids.convention, conv);
+    if (fmt !== null) set(e.cfg.ids.format, fmt);
+    if (value !== null) set(e.cfg.ids.value, value);
+  }
+
   // ------------------------------------------------------------------ start
   var explorers = [];
   function start() {
@@ -496,12 +512,15 @@
       if (!(window.Bokeh && Bokeh.documents.length && Bokeh.index && Object.keys(Bokeh.index).length)) return;
       clearInterval(timer);
       var doc = Bokeh.documents[0];
-      list.forEach(function (c) {
+      list.forEach(function (c, i) {
         if (SHADES === null) { SHADES = c.shades; FILL = c.fill; FILL_SELECTED = c.fill_selected; }
         var e = new Explorer(c, doc);
         e.start();
         explorers.push(e);
-        if (c.formats.indexOf(c.settings.format) >= 0) e.prime();
+        var primed = c.formats.indexOf(c.settings.format) >= 0 ? e.prime() : Promise.resolve();
+        // a shared link's URL state (the served page's names: format, value, convention, or on a
+        // lesson page BinExplorer.value …): set the controls, whose watchers redraw
+        if (i === 0) primed.then(function () { fromAddress(e, list.length === 1 ? "" : null); });
       });
       window.lowprecBinExplorers = explorers;
     }, 100);
