@@ -27,8 +27,11 @@ explorer) becomes a link to the bin explorer showing that value (`bin_link`). Ev
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import re
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Union
@@ -86,9 +89,49 @@ def _widget_params() -> dict[str, dict[str, ParamValue]]:
             for name, entry in WIDGETS.items()}
 
 
+class _WidgetParams(Mapping[str, dict[str, ParamValue]]):
+    """`_widget_params()`, computed on first use: the config records behind it import numpy,
+    ml_dtypes and the simulations, which the outline of `lowprec lessons` does not need
+    (`outline_only`)."""
+
+    def __init__(self) -> None:
+        self._data: dict[str, dict[str, ParamValue]] | None = None
+
+    def _load(self) -> dict[str, dict[str, ParamValue]]:
+        if self._data is None:
+            self._data = _widget_params()
+        return self._data
+
+    def __getitem__(self, name: str) -> dict[str, ParamValue]:
+        return self._load()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._load())
+
+    def __len__(self) -> int:
+        return len(self._load())
+
+
 # Widgets a lesson may place, with their parameters and default values (the default's type is the
 # parameter's type), derived from the widget registry's config records.
-WIDGET_PARAMS: dict[str, dict[str, ParamValue]] = _widget_params()
+WIDGET_PARAMS: Mapping[str, dict[str, ParamValue]] = _WidgetParams()
+
+#: whether a directive's parameters are checked against WIDGET_PARAMS as it is parsed (`outline_only`)
+_CHECK_PARAMS: contextvars.ContextVar[bool] = contextvars.ContextVar("lowprec_check_directive_params",
+                                                                     default=True)
+
+
+@contextmanager
+def outline_only() -> Iterator[None]:
+    """Parse lessons for their outline only: a directive's widget name is checked against the
+    widget registry (light) and its parameters are read but not checked against the widgets'
+    config records, so nothing imports numpy or the simulations (`lowprec lessons` lists a cold
+    course in a fraction of the time; issue 33). Lessons parsed so are cached apart."""
+    token = _CHECK_PARAMS.set(False)
+    try:
+        yield
+    finally:
+        _CHECK_PARAMS.reset(token)
 
 FRONT_MATTER_KEYS = ("title", "order", "summary", "goal")
 #: optional front matter keys whose value is a list (`key:` then lines `  - item`)
@@ -363,8 +406,15 @@ def parse_directive(text: str, path: Path | None = None, line: int = 1) -> Widge
     if match is None:
         raise LessonError(f"{where}: malformed directive {text.strip()!r}; expected '::: widget Name key=value ...'")
     name, rest = match.group(1), match.group(2)
-    if name not in WIDGET_PARAMS:
-        raise LessonError(f"{where}: unknown widget {name!r}; known: {', '.join(sorted(WIDGET_PARAMS))}")
+    check = _CHECK_PARAMS.get()
+    if check:
+        known: Any = WIDGET_PARAMS
+    else:
+        from lowprec.app.widgets import WIDGETS  # the registry's names: no config record imported
+
+        known = WIDGETS
+    if name not in known:
+        raise LessonError(f"{where}: unknown widget {name!r}; known: {', '.join(sorted(known))}")
     params: dict[str, ParamValue] = {}
     pos = 0
     while pos < len(rest):
@@ -374,14 +424,15 @@ def parse_directive(text: str, path: Path | None = None, line: int = 1) -> Widge
                 f"{where}: malformed parameter near {rest[pos:].strip()!r}; expected key=value or key=\"text\""
             )
         key, quoted_text, bare = token.group(1), token.group(2), token.group(3)
-        if key not in WIDGET_PARAMS[name]:
+        if check and key not in WIDGET_PARAMS[name]:
             raise LessonError(
                 f"{where}: {name} has no parameter {key!r}; allowed: {', '.join(WIDGET_PARAMS[name])}"
             )
         if key in params:
             raise LessonError(f"{where}: parameter {key!r} given twice")
         raw = quoted_text if quoted_text is not None else bare
-        params[key] = _coerce(name, key, raw, _parse_value(raw, quoted_text is not None), where)
+        value = _parse_value(raw, quoted_text is not None)
+        params[key] = _coerce(name, key, raw, value, where) if check else value
         pos = token.end()
         while pos < len(rest) and rest[pos].isspace():
             pos += 1
@@ -642,12 +693,14 @@ def load_lessons(root: Path | None = None) -> list[Lesson]:
     stamps = tuple((str(p), st.st_mtime_ns, st.st_size) for p in paths for st in (p.stat(),))
     # every served page asks for the lessons (course map, routes): parse them again only when a
     # file changed (Lesson is frozen, so the cached ones are shared safely; the list is a copy)
-    return list(_load_lessons_cached(folder, stamps))
+    return list(_load_lessons_cached(folder, stamps, _CHECK_PARAMS.get()))
 
 
 @functools.lru_cache(maxsize=8)
-def _load_lessons_cached(folder: Path, stamps: tuple[tuple[str, int, int], ...]) -> tuple[Lesson, ...]:
-    """The lessons of `folder` as parsed from the files `stamps` names (path, mtime, size)."""
+def _load_lessons_cached(folder: Path, stamps: tuple[tuple[str, int, int], ...],
+                         checked: bool = True) -> tuple[Lesson, ...]:
+    """The lessons of `folder` as parsed from the files `stamps` names (path, mtime, size);
+    `checked`: whether directive parameters were checked (`outline_only` parses apart)."""
     lessons: list[Lesson] = []
     for name, _, _ in stamps:
         path = Path(name)

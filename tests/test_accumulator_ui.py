@@ -14,7 +14,7 @@ import pytest
 from lowprec.app.pages import lesson_route
 from lowprec.app.lessons import load_lessons
 from tests.browser import check_site_page
-from tests.test_ui import Watched, browser, server, wait_until  # noqa: F401  (fixtures)
+from tests.test_ui import Watched, wait_until
 
 pytestmark = pytest.mark.ui
 
@@ -36,7 +36,7 @@ def _lesson_urls(base: Any) -> tuple[list[str], int]:
     return [base(r) for r in routes], routes.index(LESSON)
 
 
-def test_served_widget_replots_follows_the_url_and_refuses_bad_input(server: str, browser: Any) -> None:  # noqa: F811
+def test_served_widget_replots_follows_the_url_and_refuses_bad_input(server: str, browser: Any) -> None:
     w = Watched(browser, server)
     w.open(f"{server}/widget/Accumulator?{QUERY}")
     want = expected()
@@ -62,7 +62,7 @@ def test_served_widget_replots_follows_the_url_and_refuses_bad_input(server: str
     w.page.close()
 
 
-def test_served_url_sets_knobs_and_refuses_a_bad_c(server: str, browser: Any) -> None:  # noqa: F811
+def test_served_url_sets_knobs_and_refuses_a_bad_c(server: str, browser: Any) -> None:
     w = Watched(browser, server)
     w.open(f"{server}/widget/Accumulator?{QUERY}&c=0.1")
     # a value of the right type passes the URL; the record refuses it like a typed one
@@ -75,7 +75,7 @@ def test_served_url_sets_knobs_and_refuses_a_bad_c(server: str, browser: Any) ->
     w.page.close()
 
 
-def test_served_lesson_passes_the_site_checks(server: str, browser: Any) -> None:  # noqa: F811
+def test_served_lesson_passes_the_site_checks(server: str, browser: Any) -> None:
     w = Watched(browser, server)
     w.open(f"{server}/{LESSON}")
     urls, index = _lesson_urls(lambda r: f"{server}/{r}")

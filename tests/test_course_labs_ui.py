@@ -18,11 +18,8 @@ Screenshots of these pages at 1400 and 390 px go to $LOWPREC_SHOTS when it is se
 from __future__ import annotations
 
 import os
-import socket
-import subprocess
 import sys
 import textwrap
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -35,8 +32,6 @@ from tests.test_exercises_ui import Lesson, _axe_problems, wait_until
 pytestmark = pytest.mark.ui
 
 ROOT = Path(__file__).resolve().parents[1]
-
-import playwright.sync_api as playwright_api  # noqa: E402 - a test dependency (the test extra)
 
 if not Path(CHROMIUM).exists():
     pytest.skip(f"{CHROMIUM} is not installed", allow_module_level=True)
@@ -130,31 +125,12 @@ def course(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def server(course: Path) -> Iterator[str]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = int(s.getsockname()[1])
-    proc = subprocess.Popen([sys.executable, "-c", SERVE, str(course), str(port)], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    url = f"http://127.0.0.1:{port}"
+    """The labs lesson served alone (SERVE), through the one serve-and-wait helper."""
+    from lowprec.app.serving import serve_and_wait
 
-    def answers() -> bool:
-        if proc.poll() is not None:
-            raise AssertionError(f"server exited: {proc.stdout.read() if proc.stdout else ''}")
-        try:
-            with urllib.request.urlopen(url + "/lesson/labs", timeout=300) as resp:
-                return bool(resp.status == 200)
-        except OSError:
-            return False
-
-    try:
-        wait_until(answers, timeout=600, interval=0.5)
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+    with serve_and_wait([sys.executable, "-c", SERVE, str(course), "{port}"], ready_path="/lesson/labs",
+                        cwd=ROOT, timeout_s=600) as app:
+        yield app.url
 
 
 @pytest.fixture(scope="module")
@@ -166,14 +142,6 @@ def exported(course: Path, tmp_path_factory: pytest.TempPathFactory) -> str:
         mp.setattr(lessons, "DEFAULT_ROOT", course)
         (page,) = export(tmp_path_factory.mktemp("site"), ["lesson/labs"])
     return str(page.path.as_uri())
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with playwright_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"])
-        yield b
-        b.close()
 
 
 class LabsPage(Lesson):

@@ -463,13 +463,13 @@ def test_missing_scale_tensor_is_named(case: str, key: str, what: str, tmp_path:
 
 @pytest.mark.parametrize("case,key,make,what", [
     ("deepseek_fp8", "layer.weight_scale_inv", lambda s: s.to(torch.bfloat16), r"has dtype BF16; deepseek_fp8 stores "
-                                                                                r"it as F32"),
-    ("gptoss_mxfp4", "layer.weight_scales", lambda s: s.to(torch.float32), r"dtype F32; gptoss_mxfp4 stores it as U8"),
-    ("modelopt_nvfp4", "layer.weight_scale", lambda s: s.view(torch.uint8), r"dtype U8; modelopt_nvfp4 stores it as "
-                                                                            r"F8_E4M3"),
+                                                                                r"it as FP32"),
+    ("gptoss_mxfp4", "layer.weight_scales", lambda s: s.to(torch.float32), r"dtype FP32; gptoss_mxfp4 stores it as UINT8"),
+    ("modelopt_nvfp4", "layer.weight_scale", lambda s: s.view(torch.uint8), r"dtype UINT8; modelopt_nvfp4 stores it as "
+                                                                            r"E4M3FN"),
     ("modelopt_nvfp4", "layer.weight_scale", lambda s: s.view(torch.uint8).reshape(-1), r"swizzled"),
-    ("compressed_tensors_row", "layer.weight_scale", lambda s: s.to(torch.int32), r"dtype I32"),
-    ("deepseek_fp8", "layer.weight", lambda s: s.view(torch.uint8), r"weight 'layer\.weight' has dtype U8"),
+    ("compressed_tensors_row", "layer.weight_scale", lambda s: s.to(torch.int32), r"dtype INT32"),
+    ("deepseek_fp8", "layer.weight", lambda s: s.view(torch.uint8), r"weight 'layer\.weight' has dtype UINT8"),
 ])
 def test_scale_of_the_wrong_dtype_is_named(case: str, key: str, make: Any, what: str, tmp_path: Path) -> None:
     out, _, _ = make_fixture(tmp_path, case)

@@ -54,5 +54,5 @@ def test_a_wrong_quantized_upload_names_the_tensor(tmp_path: Path) -> None:
     t["mlp.up_proj.weight_scale_inv"] = t["mlp.up_proj.weight_scale_inv"].to(torch.float16)
     st.save_file(t, str(tmp_path / "bad.safetensors"))
     with pytest.raises(ValueError, match=r"^bad\.safetensors: scale tensor 'mlp\.up_proj\.weight_scale_inv' has dtype "
-                                         r"F16; deepseek_fp8 stores it as F32$"):
+                                         r"FP16; deepseek_fp8 stores it as FP32$"):
         workbench.upload_input("bad.safetensors", (tmp_path / "bad.safetensors").read_bytes())

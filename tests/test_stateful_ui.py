@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.browser import check_site_page
-from tests.test_ui import LESSONS, Watched, browser, server, wait_until  # noqa: F401  (fixtures)
+from tests.test_ui import LESSONS, Watched, wait_until
 
 pytestmark = pytest.mark.ui
 
@@ -27,7 +27,7 @@ def _expected(**knobs: Any) -> dict[str, dict[str, list[Any]]]:
     return stateful_sources(simulate_stateful(**knobs))
 
 
-def test_variant_control_replots_and_url_follows(server: str, browser: Any) -> None:  # noqa: F811
+def test_variant_control_replots_and_url_follows(server: str, browser: Any) -> None:
     default, local = _expected(), _expected(variant="dist-local-amax")
     assert default["reads"]["label"] != local["reads"]["label"]
     w = Watched(browser, server)
@@ -42,7 +42,7 @@ def test_variant_control_replots_and_url_follows(server: str, browser: Any) -> N
     w.page.close()
 
 
-def test_url_sets_any_knob_and_refuses_out_of_range(server: str, browser: Any) -> None:  # noqa: F811
+def test_url_sets_any_knob_and_refuses_out_of_range(server: str, browser: Any) -> None:
     want = _expected(variant="skip-rolls-zero", history=4)["steps"]["changes"]
     w = Watched(browser, server)
     w.open(f"{server}/widget/WhoseAmax?variant=skip-rolls-zero&history=4")
@@ -57,7 +57,7 @@ def test_url_sets_any_knob_and_refuses_out_of_range(server: str, browser: Any) -
 
 
 @pytest.mark.parametrize("route", ["widget/WhoseAmax", "lesson/whose-amax"])
-def test_served_pages_pass_the_site_checks(server: str, browser: Any, route: str) -> None:  # noqa: F811
+def test_served_pages_pass_the_site_checks(server: str, browser: Any, route: str) -> None:
     w = Watched(browser, server)
     w.open(f"{server}/{route}", idle=False)
     w.page.wait_for_timeout(1000)

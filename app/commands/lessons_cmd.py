@@ -257,16 +257,23 @@ def course_records(root: Path | None, answers: bool, use_cache: bool = True) -> 
     records = list(found.values())
     if len(found) == len(paths) and _distinct(records):
         return sorted(records, key=lambda r: r["order"])
-    from lowprec.app.lessons import load_lessons
+    from contextlib import nullcontext
+
+    from lowprec.app.lessons import load_lessons, outline_only
 
     out = []
-    for lesson in load_lessons(folder):
+    # the outline lists ids and widget names: parsed without the widgets' config records (numpy,
+    # ml_dtypes, the simulations), a cold listing stays well under a second (issue 33)
+    with nullcontext() if answers else outline_only():
+        lessons = load_lessons(folder)
+    for lesson in lessons:
         name = str(lesson.path)
         record = found.get(name)
         if record is None:
             # the cached record is strict JSON; a fresh one is made the same (non-finite numbers as
             # text), so both read alike
-            record = json.loads(strictjson.dumps(lesson_record(lesson, answers), indent=None))
+            with nullcontext() if answers else outline_only():
+                record = json.loads(strictjson.dumps(lesson_record(lesson, answers), indent=None))
             if name in keys:
                 cache.put(Path(name), keys[name], answers, record)
         out.append(record)

@@ -54,7 +54,7 @@ from .layouts import (
     ue8m0_codes,
 )
 from .limits import LIMITS, ReadLimits
-from .tensors import LabReadError, Skipped, StoredPart, TensorRef, open_regular, reason_of
+from .tensors import LabReadError, dtype_label, Skipped, StoredPart, TensorRef, open_regular, reason_of
 
 __all__ = ["CheckpointConfig", "QuantizedRows", "StoredTensor", "folder_config", "group_quantized", "read_stored"]
 
@@ -159,9 +159,11 @@ def _need(entries: dict[str, _Entry], name: str, owner: str, what: str) -> _Entr
 
 
 def _dtype_is(e: _Entry, allowed: tuple[str, ...], layout: str, what: str) -> None:
+    """LayoutError unless the entry's safetensors dtype is one of `allowed` (named in the lab's one
+    spelling of dtypes, `tensors.dtype_label`: F32 is FP32, U8 UINT8, F8_E4M3 E4M3FN)."""
     if e.dtype not in allowed:
-        raise LayoutError(f"{what} {e.name!r} has dtype {e.dtype}; {layout} stores it as "
-                          f"{' or '.join(allowed)}")
+        raise LayoutError(f"{what} {e.name!r} has dtype {dtype_label(e.dtype)}; {layout} stores it as "
+                          f"{' or '.join(dtype_label(a) for a in allowed)}")
 
 
 def _part(role: str, e: _Entry, digests: dict[str, str]) -> StoredPart:
@@ -204,8 +206,8 @@ def _group_one(layout: str, name: str, entries: dict[str, _Entry], cfg: Checkpoi
         shape = codes.shape[:-1] + (codes.shape[-1] * 2,)
         sc = _need(entries, name + "_scale", name, "scale tensor")
         if sc.dtype == "U8" and len(sc.shape) == 1:
-            raise LayoutError(f"scale tensor {sc.name!r} is a 1-D U8 array: TensorRT-LLM's swizzled scale layout, "
-                              f"not ModelOpt's E4M3 (F8_E4M3) scales per 16 elements")
+            raise LayoutError(f"scale tensor {sc.name!r} is a 1-D UINT8 array: TensorRT-LLM's swizzled scale layout, "
+                              f"not ModelOpt's E4M3FN scales per 16 elements")
         _dtype_is(sc, ("F8_E4M3",), layout, "scale tensor")
         s2 = _need(entries, name + "_scale_2", name, "second-level scale")
         _dtype_is(s2, ("F32",), layout, "second-level scale")
@@ -330,7 +332,7 @@ def _orphans(entries: dict[str, _Entry], consumed: set[str], declared: str | Non
             if n.endswith(suffix) and e.dtype != "F64" and codes_of not in entries:
                 raise LayoutError(f"scale tensor {n!r} has no codes tensor {codes_of!r} (missing codes)")
         if e.dtype in ("F8_E4M3", "F8_E5M2") and declared is not None:
-            raise LayoutError(f"tensor {n!r} is FP8 ({e.dtype}) with no scale tensor beside it (missing scale "
+            raise LayoutError(f"tensor {n!r} is FP8 ({dtype_label(e.dtype)}) with no scale tensor beside it (missing scale "
                               f"tensor), though the checkpoint declares {declared}")
 
 

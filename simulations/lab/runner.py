@@ -429,12 +429,15 @@ def _recipes(recipes: str | Sequence[str] | Sequence[Recipe] | None) -> tuple[Re
 
 def analyze_arrays(arrays: dict[str, Any], recipes: str | Sequence[str] | Sequence[Recipe] | None = None, *,
                    detail: tuple[str, str] | None = None, chunk_elements: int = CHUNK_ELEMENTS,
-                   label: str = "") -> LabReport:
+                   label: str = "", progress: ProgressFn | None = None) -> LabReport:
     """The lab on in-memory arrays (the widget's samples, tests), serially; `detail` = (tensor,
-    recipe) adds that recipe's drawing data to that tensor's report. Non-float arrays are skipped."""
+    recipe) adds that recipe's drawing data to that tensor's report. Non-float arrays are skipped.
+    `progress(done, total)` follows each array (it may raise to stop the run)."""
     chosen = _recipes(recipes)
     reports, skipped = [], []
-    for name, arr in arrays.items():
+    for done, (name, arr) in enumerate(arrays.items()):
+        if progress is not None:
+            progress(done, len(arrays))
         try:
             ref, source = array_source(arr, name)
         except ValueError as exc:
