@@ -56,3 +56,44 @@ def test_a_wrong_quantized_upload_names_the_tensor(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"^bad\.safetensors: scale tensor 'mlp\.up_proj\.weight_scale_inv' has dtype "
                                          r"FP16; deepseek_fp8 stores it as FP32$"):
         workbench.upload_input("bad.safetensors", (tmp_path / "bad.safetensors").read_bytes())
+
+
+def test_the_widget_shows_the_audit_of_a_pre_quantized_tensor() -> None:
+    from lowprec.app.widgets.recipe_lab import RecipeLab
+    from lowprec.simulations.lab.audit import TensorAudit
+
+    w = RecipeLab(sample="deepseek_fp8", recipe="fp8_128x128_ue8m0")
+    audit = w.view_data.report.tensors[0].audit
+    assert isinstance(audit, TensorAudit)
+    assert w._audit_box.visible and w._affected_box.visible
+    assert "Audit of" in w._audit_note.object and audit.caveat in w._audit_note.object
+    # the page draws the audit's own numbers: every affected block, every code count, every binade
+    affected = w.sources["audit_affected"].data
+    assert affected["factor"] == [a["factor"] for a in audit.affected] and len(affected["factor"]) == 8
+    assert w.sources["audit_codes"].data["count"] == audit.code_counts
+    assert w.sources["audit_scales"].data["count"] == audit.scale_log2_counts
+    assert "8 of 8" in w._audit_facts.object  # the scales that are not powers of two
+    assert set(w.sources["table"].data["layout"]) == {"deepseek_fp8"}
+    assert "1 of them stored pre-quantized" in w._summary.object
+    # a float sample: no audit on the page
+    w.sample = "weight"
+    assert not (w._audit_box.visible or w._affected_box.visible)
+    assert w.sources["audit_codes"].data["count"] == []
+    assert set(w.sources["table"].data["layout"]) == {"float"}
+    # E8M0 scales: an audit without truncation, so no affected-blocks table
+    w.sample = "gptoss_mxfp4"
+    assert w._audit_box.visible and not w._affected_box.visible
+
+
+def test_the_html_report_carries_the_audit(tmp_path: Path) -> None:
+    from lowprec.app.cli import main
+
+    path = write_layout_sample("deepseek_fp8", str(tmp_path / "d"))
+    out = tmp_path / "r.html"
+    assert main(["analyze", path, "--recipes", "bf16,mxfp4", "--html", str(out), "--quiet"]) == 0
+    page = out.read_text(encoding="utf-8")
+    assert "Audit of the pre-quantized tensors" in page and "mlp.up_proj.weight: stored as deepseek_fp8" in page
+    assert "a UE8M0 kernel keeping only their exponent" in page
+    import re
+
+    assert not re.search(r"<(script|link)[^>]+(src|href)=\"https?://", page)  # offline: nothing fetched

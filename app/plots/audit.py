@@ -11,7 +11,7 @@ from typing import Any
 from bokeh.layouts import column
 from bokeh.models import ColumnDataSource, HoverTool
 from bokeh.models.widgets.markups import Div
-from bokeh.models.widgets.tables import DataTable, NumberFormatter, TableColumn
+from bokeh.models.widgets.tables import DataTable, NumberFormatter, ScientificFormatter, TableColumn
 from bokeh.plotting import figure
 
 from lowprec.simulations.lab.audit import TensorAudit
@@ -24,10 +24,10 @@ __all__ = ["AFFECTED_COLUMNS", "affected_table", "audit_facts", "audit_layout", 
 
 #: the affected-blocks table: (field, title, number format or None for text)
 AFFECTED_COLUMNS: tuple[tuple[str, str, str | None], ...] = (
-    ("block", "block (row, column)", None),
-    ("scale", "stored scale", "0.000000e+0"),
-    ("kept", "a UE8M0 kernel keeps", "0.000000e+0"),
-    ("factor", "values × factor", "0.0000"),
+    ("block", "block", None),
+    ("scale", "stored scale", "sci"),
+    ("kept", "UE8M0 keeps", "sci"),
+    ("factor", "× factor", "0.0000"),
 )
 
 
@@ -123,7 +123,9 @@ def affected_table(source: ColumnDataSource, height: int = 180) -> DataTable:
     cols = []
     for f, title, fmt in AFFECTED_COLUMNS:
         kw: dict[str, Any] = {"field": f, "title": title}
-        if fmt is not None:
+        if fmt == "sci":  # numbro has no exponent format: Bokeh's scientific formatter, 7 digits
+            kw["formatter"] = ScientificFormatter(precision=6, power_limit_high=0, power_limit_low=0, nan_format="–")
+        elif fmt is not None:
             kw["formatter"] = NumberFormatter(format=fmt, nan_format="–")
         cols.append(TableColumn(**kw))
     return DataTable(source=source, columns=cols, index_position=None, sortable=True, height=height,
