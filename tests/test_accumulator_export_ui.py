@@ -16,7 +16,7 @@ from lowprec.app.export import export, page_file
 from lowprec.app.lessons import load_lessons
 from lowprec.app.pages import lesson_route
 from tests.browser import answer_every_prediction, check_site_page
-from tests.test_export import Offline, browser, wait_until  # noqa: F401  (fixtures)
+from tests.test_export import Offline, wait_until
 
 pytestmark = [pytest.mark.ui, pytest.mark.xdist_group("exported-site")]
 

@@ -153,8 +153,10 @@ def test_serve_lists_every_lesson(installed: dict[str, Path]) -> None:
 
     with serve_and_wait([lowprec_bin, "serve", "--no-show", "--port", "{port}"], cwd=installed["cwd"], env=_env(),
                         timeout_s=90) as app:
+        # 180 s a page: the first pages share two cores with the server's start-up warm-up (worker
+        # processes importing the simulations, the recompute warm-up) and the other test worker
         for slug, title in titles.items():
-            with urllib.request.urlopen(f"{app.url}/lesson/{slug}", timeout=60) as resp:
+            with urllib.request.urlopen(f"{app.url}/lesson/{slug}", timeout=180) as resp:
                 html = resp.read().decode("utf-8")
             assert resp.status == 200 and f"<title>{title} · lowprec</title>" in html, slug
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.browser import COMPLETE_JS, answer_every_prediction, check_site_page
-from tests.test_export import LESSONS, Offline, browser, wait_until  # noqa: F401  (fixtures)
+from tests.test_export import LESSONS, Offline, wait_until
 
 pytestmark = [pytest.mark.ui, pytest.mark.xdist_group("exported-site")]
 
