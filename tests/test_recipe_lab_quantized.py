@@ -73,6 +73,8 @@ def test_the_widget_shows_the_audit_of_a_pre_quantized_tensor() -> None:
     assert w.sources["audit_codes"].data["count"] == audit.code_counts
     assert w.sources["audit_scales"].data["count"] == audit.scale_log2_counts
     assert "8 of 8" in w._audit_facts.object  # the scales that are not powers of two
+    # every affected block shows whole, none cut at the table's foot (Bokeh's 25 px rows, a header)
+    assert w._audit_affected.object.height >= 25 * 9
     assert set(w.sources["table"].data["layout"]) == {"deepseek_fp8"}
     assert "1 of them stored pre-quantized" in w._summary.object
     # a float sample: no audit on the page

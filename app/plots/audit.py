@@ -20,7 +20,7 @@ from lowprec.simulations.lab.runner import LabReport
 from .style import CURRENT_COLOR, DELAYED_COLOR
 
 __all__ = ["AFFECTED_COLUMNS", "affected_table", "audit_facts", "audit_layout", "audit_sources", "code_figure",
-           "empty_audit_sources", "scale_figure"]
+           "empty_audit_sources", "scale_figure", "table_height"]
 
 #: the affected-blocks table: (field, title, number format or None for text)
 AFFECTED_COLUMNS: tuple[tuple[str, str, str | None], ...] = (
@@ -118,8 +118,21 @@ def code_figure(source: ColumnDataSource, width: int = 460) -> Any:
     return fig
 
 
-def affected_table(source: ColumnDataSource, height: int = 180) -> DataTable:
-    """The blocks a UE8M0 kernel would truncate most (the worst first)."""
+#: the affected-blocks table's row and header heights (Bokeh's DataTable defaults) and the most rows
+#: it shows before it scrolls
+ROW_PX, HEADER_PX, ROWS_SHOWN = 25, 30, 10
+
+
+def table_height(rows: int) -> int:
+    """The height that shows `rows` rows whole (a cut last row read as a missing block), at most
+    ROWS_SHOWN of them; more scroll inside the table."""
+    return HEADER_PX + ROW_PX * max(1, min(rows, ROWS_SHOWN))
+
+
+def affected_table(source: ColumnDataSource, height: int | None = None) -> DataTable:
+    """The blocks a UE8M0 kernel would truncate most (the worst first), as high as its rows."""
+    if height is None:
+        height = table_height(len(source.data.get("block", [])))
     cols = []
     for f, title, fmt in AFFECTED_COLUMNS:
         kw: dict[str, Any] = {"field": f, "title": title}

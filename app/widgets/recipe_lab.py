@@ -46,6 +46,7 @@ from lowprec.app.plots.audit import (
     code_figure,
     empty_audit_sources,
     scale_figure,
+    table_height,
 )
 from lowprec.app.theme import wrap_row
 from lowprec.app.plots.lab import (
@@ -506,6 +507,8 @@ class RecipeLab(pn.viewable.Viewer):
         shown = audit is not None
         self._audit_box.visible = shown
         self._affected_box.visible = shown and bool(audit.affected)
+        if audit is not None and audit.affected:
+            self._audit_affected.object.height = table_height(len(audit.affected))
         if audit is None:
             self._audit_note.object = ""
             return
