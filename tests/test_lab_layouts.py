@@ -555,3 +555,15 @@ def test_quantize_refuses_a_non_empty_folder_and_lists_layouts(tmp_path: Path,
     text = capsys.readouterr().out
     assert all(name in text for name in layouts.LAYOUTS)
     shutil.rmtree(out)
+
+
+def test_the_layouts_benchmark_covers_every_layout_with_a_recipe_it_stores() -> None:
+    """`lowprec bench analyze_layouts` writes every layout of the registry, each with a recipe the
+    layout accepts (a new layout or a renamed recipe would otherwise drop out of the figures)."""
+    from lowprec.app.commands.bench_cmd import BENCHMARKS
+    from lowprec.benchmarks.analyze_layouts import LAYOUTS as BENCH_LAYOUTS
+    from lowprec.simulations.lab.layouts import LAYOUTS, get_layout
+
+    assert BENCHMARKS["analyze_layouts"] == "lowprec.benchmarks.analyze_layouts"
+    assert sorted(name for name, _ in BENCH_LAYOUTS) == sorted(LAYOUTS)
+    assert [get_layout(name).accepts(recipe) for name, recipe in BENCH_LAYOUTS] == [None] * len(LAYOUTS)
