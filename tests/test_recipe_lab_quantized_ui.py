@@ -2,7 +2,8 @@
 DeepSeek FP8 sample (by URL state) shows its layout in the table and its scale audit with the lab's
 numbers, at 1400 and 390 px, with no serious accessibility violation and nothing leaving the server;
 an uploaded gpt-oss checkpoint is read and audited; the exported page (no server) says that uploads,
-pre-quantized ones included, need the server, and passes the same checks from disk."""
+pre-quantized ones included, need the server, and passes the same checks from disk; the `--html`
+report of a pre-quantized checkpoint draws its audit and reads at both widths."""
 
 from __future__ import annotations
 
@@ -71,4 +72,26 @@ def test_exported_page_says_what_needs_the_server(browser: Any, tmp_path: Path) 
     w.page.wait_for_timeout(1000)
     assert sideways_px(w.page) <= 0
     w.check_clean()
+    w.page.close()
+
+
+@pytest.mark.parametrize("width", [1400, 390])
+def test_html_report_of_a_quantized_checkpoint_reads_at_both_widths(browser: Any, tmp_path: Path, width: int) -> None:
+    from lowprec.app.cli import main
+    from lowprec.simulations.lab.samples import write_layout_sample
+    from tests.browser import WatchedPage
+
+    path = write_layout_sample("deepseek_fp8", str(tmp_path / "d"))
+    out = tmp_path / "r.html"
+    assert main(["analyze", path, "--html", str(out), "--quiet"]) == 0
+    w = WatchedPage(browser)
+    w.page.set_viewport_size({"width": width, "height": 900})
+    w.page.goto(out.resolve().as_uri())
+    w.page.wait_for_function("() => window.Bokeh && Bokeh.documents.length >= 1", timeout=60000)
+    w.page.wait_for_timeout(1500)
+    w.page.get_by_text("Audit of the pre-quantized tensors").first.scroll_into_view_if_needed()
+    assert sideways_px(w.page) == 0
+    assert w.page.locator("canvas").count() >= 4  # the two lab figures and the audit's two histograms
+    assert axe_serious(w.page) == []
+    assert w.console_errors == [] and w.page_errors == [] and w.outside == []
     w.page.close()
