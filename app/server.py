@@ -241,7 +241,8 @@ def _warm_up() -> None:
     try:
         work.start_processes(worker_modules())
         _warm_up_recompute()
-        _warm_up_lab()
+        if pages.Spares.enabled():  # only a spare RecipeLab would analyse on the event loop
+            _warm_up_lab()
         gc.collect()
         gc.freeze()
         atexit.register(gc.unfreeze)  # at exit everything is collectable again (no leak reports)

@@ -50,9 +50,11 @@ tensor_scale) formed in a float64 register, its scale `_float_elem` under the E4
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections import namedtuple
 from functools import lru_cache
+from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
@@ -78,6 +80,79 @@ from .specs import FloatFormat, Format, IntFormat
 # ------------------------------------------------------------------------------------------------
 
 _DISK_CACHE = os.environ.get("LOWPREC_CODEC_CACHE", "1") != "0"
+
+# The disk cache and the modules a kernel reads. numba keys a cached kernel on the content of the
+# file that defines it (and its closure's values), not on the modules whose globals it compiles in:
+# `Rounding.DOWN`'s number from `policy`, Philox's constants, `quant`'s scale-rule enums. Change one
+# of those files alone (a branch switch, a merge, a mutation test's revert) and numba would load a
+# kernel compiled against the old values — a silent wrong answer, seen once as P3109 `down` rounding
+# to +Inf after the rounding enum grew. So lowprec's kernels are cached under a stamp that also holds
+# `KERNEL_SOURCES_FINGERPRINT`: the SHA-256 of every file a kernel may take globals from (all of
+# `formats/`, `simulations/quant/`, and every `*_kernels.py`; tests/test_kernel_cache.py checks that
+# the kernel modules import nothing else of lowprec). Any change there recompiles on first use.
+
+_PACKAGE_ROOT = Path(__file__).parent.parent  # lowprec/ (its formats/, simulations/ …)
+
+
+def kernel_source_files(root: Path = _PACKAGE_ROOT) -> list[Path]:
+    """The files whose content the kernels' cache stamp covers (see above), sorted."""
+    files = set((root / "formats").rglob("*.py")) | set((root / "simulations" / "quant").rglob("*.py"))
+    files |= set((root / "simulations").rglob("*_kernels.py"))
+    return sorted(p for p in files if "__pycache__" not in p.parts)
+
+
+def kernel_sources_fingerprint(root: Path = _PACKAGE_ROOT) -> str:
+    """SHA-256 (hex) of the relative path and content of every `kernel_source_files(root)`."""
+    h = hashlib.sha256()
+    for path in kernel_source_files(root):
+        h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+KERNEL_SOURCES_FINGERPRINT = kernel_sources_fingerprint()
+
+
+def _install_cache_locators() -> bool:
+    """Put lowprec's cache locators first in numba's list: for a function defined under lowprec's
+    `formats/` or `simulations/` they behave as numba's own (NUMBA_CACHE_DIR, else the package's
+    `__pycache__`, else the user cache) with `KERNEL_SOURCES_FINGERPRINT` added to the source
+    stamp; for anything else they step aside. False (and no disk cache) where this numba has no
+    such list to extend."""
+    try:
+        from numba.core import caching  # type: ignore[import-untyped]
+
+        impl = getattr(caching, "CacheImpl", None) or caching._CacheImpl  # public since numba 0.60
+        bases = (caching.UserProvidedCacheLocator, caching.InTreeCacheLocator, caching.UserWideCacheLocator)
+        if not isinstance(impl._locator_classes, list):
+            return False
+    except (ImportError, AttributeError):
+        return False
+    if any(getattr(c, "_lowprec", False) for c in impl._locator_classes):
+        return True
+    ours = tuple(os.path.realpath(_PACKAGE_ROOT / d) + os.sep for d in ("formats", "simulations"))
+
+    def make(base: type) -> type:
+        class Locator(base):  # type: ignore[misc, valid-type]
+            _lowprec = True
+
+            def get_source_stamp(self) -> Any:
+                return (super().get_source_stamp(), KERNEL_SOURCES_FINGERPRINT)
+
+            @classmethod
+            def from_function(cls, py_func: Any, py_file: str) -> Any:
+                if not os.path.realpath(py_file).startswith(ours):
+                    return None
+                return super().from_function(py_func, py_file)
+
+        Locator.__name__ = Locator.__qualname__ = "Lowprec" + base.__name__
+        return Locator
+
+    impl._locator_classes[:0] = [make(b) for b in bases]
+    return True
+
+
+if _DISK_CACHE and not _install_cache_locators():
+    _DISK_CACHE = False
 
 
 def _jit(fn: Callable[..., Any]) -> Any:

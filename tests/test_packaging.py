@@ -151,8 +151,10 @@ def test_serve_lists_every_lesson(installed: dict[str, Path]) -> None:
     # and the running server serves each of them (the page title names the lesson)
     from lowprec.app.serving import serve_and_wait
 
-    with serve_and_wait([lowprec_bin, "serve", "--no-show", "--port", "{port}"], cwd=installed["cwd"], env=_env(),
-                        timeout_s=90) as app:
+    # no spare widgets (nor the recipe lab's warm-up they need: a minute of kernel compiling in a
+    # fresh install, test_serve and test_offline cover spares): this test is about the installed pages
+    with serve_and_wait([lowprec_bin, "serve", "--no-show", "--port", "{port}"], cwd=installed["cwd"],
+                        env=dict(_env(), LOWPREC_APP_SPARES="0"), timeout_s=90) as app:
         # 180 s a page: the first pages share two cores with the server's start-up warm-up (worker
         # processes importing the simulations, the recompute warm-up) and the other test worker
         for slug, title in titles.items():
