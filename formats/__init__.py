@@ -24,11 +24,11 @@ from .conventions import (
     ML_DTYPES_RULES,
     ConventionRow,
     convention_row,
-    conventions_table,
     ml_dtypes_version,
     policy_for,
     providers,
 )
+from .conventions_view import conventions_table
 from .policy import (
     CastPolicy,
     NanPayload,

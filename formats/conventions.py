@@ -4,7 +4,7 @@ Measured on torch 2.13.0 (CPU eager casts of tensors of rank ≥ 1) and ml_dtype
 0.7.0 (numpy `astype`; FP16 is numpy's own cast) with the vectors of `gpu.vectors`; `triton_nvidia` follows the
 PTX ISA's `cvt.rn.satfinite` description (round to nearest even, saturate finite values and ±Inf,
 NaN stays NaN); `ocp` is our reading of the OCP OFP8 / MX v1.0 specifications. The differences at
-the edges are the point: see `conventions_table()`.
+the edges are the point: see `formats.conventions_table()` (in `formats.conventions_view`).
 
 ml_dtypes changed two edges in 0.7.0, so its convention is versioned data (`ML_DTYPES_RULES`):
 releases before 0.7 round float64 input to float32 first (double rounding) and give every float32
@@ -341,53 +341,3 @@ class ConventionsConfig:
 
     format: str = knob("E4M3FN", "float format whose edge cases are tabulated",
                        choices=tuple(f.name for f in FLOAT_FORMATS))
-
-
-def conventions_table(formats: tuple[FloatFormat, ...] = FLOAT_FORMATS) -> list[dict[str, Any]]:
-    """One row per (format, convention): what happens at each edge, computed by the model. A cell the
-    convention does not provide has `policy` None, `provided` False and, for each probe,
-    {"not_provided": why}."""
-    import numpy as np
-
-    from .codec import decode, encode
-
-    if isinstance(formats, (str, FloatFormat)):
-        formats = (formats,)  # type: ignore[assignment]
-    if not isinstance(formats, (tuple, list)):
-        raise TypeError(f"formats must be a tuple of float formats (or names), got {type(formats).__name__}")
-    checked = tuple(get_format(f) for f in formats)
-    for f in checked:
-        if not isinstance(f, FloatFormat):
-            raise ValueError(f"formats: {f.name} is an integer grid; the conventions table covers float formats")
-    rows: list[dict[str, Any]] = []
-    for f in checked:
-        probes: dict[str, float] = {
-            "max": f.max,
-            "overflow (2·max)": 2 * f.max,
-            "+Inf": float("inf"),
-            "-Inf": float("-inf"),
-            "NaN": float("nan"),
-        }
-        if not f.signed:
-            probes.update({"0": 0.0, "-1": -1.0, "3 (tie)": 3.0})
-        for conv in CONVENTIONS:
-            cell = convention_row(conv, f)
-            if not cell.provided:
-                rows.append({"format": f.name, "convention": conv, "policy": None, "provided": False,
-                             "note": cell.note,
-                             **{label: {"not_provided": cell.note} for label in probes}})
-                continue
-            pol = policy_for(conv, f)
-            row: dict[str, Any] = {"format": f.name, "convention": conv, "policy": pol.to_dict(),
-                                   "provided": True, "note": cell.note}
-            for label, v in probes.items():
-                try:
-                    with np.errstate(over="ignore"):
-                        x32 = np.array([v], np.float32)
-                    code = int(encode(x32, f, pol)[0])
-                    val = float(decode(np.array([code]), f)[0])
-                    row[label] = {"code": code, "value": val}
-                except ValueError as exc:
-                    row[label] = {"error": str(exc).split(";")[0]}
-            rows.append(row)
-    return rows
