@@ -141,6 +141,18 @@ def format_inputs(fmt: str | F.Format, n_random: int = 1500, seed: int = 0) -> n
     return x.astype(np.float32)
 
 
+def comparable(codes: np.ndarray, fmt: str | F.Format) -> np.ndarray:
+    """Codes as int64, with every NaN code written -1 where the format has more than one (gfloat
+    encodes every NaN as its one `code_of_nan`, all bits set: which NaN code a cast writes — sign,
+    payload — is the conventions' business, checked against ml_dtypes and torch elsewhere)."""
+    f = F.get_format(fmt)
+    out = np.asarray(codes).astype(np.int64)
+    nan = F.classify_codes(f) == "nan"
+    if int(nan.sum()) > 1:
+        out = np.where(nan[out], -1, out)
+    return out
+
+
 def codes_report(x: np.ndarray, want: np.ndarray, got: np.ndarray, what: Any = "") -> str:
     bad = np.flatnonzero(want.astype(np.int64) != got.astype(np.int64))
     rows = [f"x={float(x[i])!r} ({x.astype(np.float32).view(np.uint32)[i]:#010x}) gfloat={int(want[i]):#04x} "

@@ -107,6 +107,28 @@ def test_encode_float64_inputs_vs_backends(backend: str, name: str) -> None:
     assert np.array_equal(got, want), _mismatch_report(x, want, got)
 
 
+INT_GRIDS = [f for f in F.ALL_FORMATS if isinstance(f, F.IntFormat)]
+
+
+@pytest.mark.parametrize("fmt", INT_GRIDS, ids=lambda f: f.name)
+def test_int_grids_decode_and_encode_vs_ml_dtypes(fmt: F.IntFormat) -> None:
+    """Every integer grid (ml_dtypes 0.7's int1/uint1/int2/uint2/uint4 too): every code decodes as
+    ml_dtypes (numpy for INT8) reads it, and every value, midpoint ±1 float32 step and random value
+    encodes (nearest-even, saturating: lowprec's integer rule) to the ml_dtypes code of numpy's
+    rint-and-clip of it — ml_dtypes' own float → int cast truncates, so it is the layout oracle only."""
+    dt = ML_DTYPES[fmt.name]
+    codes = np.arange(fmt.n_codes, dtype=np.uint8)
+    want = codes.view(dt).astype(np.float32)
+    np.testing.assert_array_equal(F.decode(codes, fmt).view(np.uint32), want.view(np.uint32))
+    x = all_inputs(fmt, n_random=200_000, seed=4)
+    x = x[~np.isnan(x)]
+    with np.errstate(invalid="ignore"):
+        ref = np.clip(np.rint(x.astype(np.float64)), fmt.min, fmt.max).astype(dt).view(np.uint8)
+    for conv in F.providers(fmt):
+        got = F.encode(x, fmt, F.policy_for(conv, fmt))
+        assert np.array_equal(got, ref), _mismatch_report(x, ref, got)
+
+
 def test_int8_vs_numpy_rint_clip() -> None:
     x = np.concatenate([np.arange(-140, 140, 0.25), np.random.default_rng(0).uniform(-300, 300, 10000)])
     want = np.clip(np.rint(x), -128, 127).astype(np.int8).view(np.uint8)  # rint: ties to even
