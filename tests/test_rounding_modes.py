@@ -171,3 +171,21 @@ def test_policy_fields_are_checked() -> None:
     assert F.CastPolicy(overflow="OvfInf").overflow is F.Overflow.NONFINITE
     with pytest.raises(ValueError, match="overflow='saturate_propagate' needs a format with Inf or NaN"):
         F.encode([1.0], "E2M1", F.CastPolicy(overflow="saturate_propagate"))
+
+
+@pytest.mark.parametrize("name", ["E4M3FN", "E8M0", "p3109_k8p1se", "p3109_k8p4ue", "INT4"])
+def test_scalar_twin_agrees_on_the_new_modes(name: str) -> None:
+    """`encode_scalar` (exact rationals) fed each element's 32 random bits gives the array codec's
+    codes under round to odd and every N-bit stochastic rule."""
+    fmt = F.get_format(name)
+    x = np.random.default_rng(6).standard_normal(1500).astype(np.float32) * 4
+    if not fmt.signed:
+        x = np.abs(x) + np.float32(2.0**-20)
+    u = philox.random_u32(SEED, 0, x.size)
+    policies = [F.CastPolicy(rounding="to_odd", overflow="saturate")] + [
+        F.CastPolicy(rounding="stochastic", random_bits=b, sr_fraction=fr, overflow="saturate")
+        for b in (2, 7) for fr in SR_FRACTIONS]
+    for pol in policies:
+        got = F.encode(x, fmt, pol, seed=SEED)
+        want = [F.encode_scalar(float(v), fmt, pol, u32=int(w)) for v, w in zip(x, u)]
+        assert got.astype(np.int64).tolist() == want, pol
