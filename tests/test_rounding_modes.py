@@ -94,11 +94,12 @@ def test_stochastic_bits_as_gfloat_srnumbits(name: str) -> None:
 @pytest.mark.parametrize("name", ["E4M3FN", "p3109_k8p1ue", "p3109_k8p3se"])
 @pytest.mark.parametrize("fraction", SR_FRACTIONS)
 def test_stochastic_bits_as_gfloat_compiled(name: str, fraction: str) -> None:
-    """The compiled kernels on the same streams (N = 3; 13 for the half rule's N + 1 = 14 bits)."""
+    """The compiled kernels on the same streams (N = 3: the fraction's rounding and the half rule's
+    offset decide often enough to be seen)."""
     if codec.compiled_kernels() is None:
         pytest.skip("numba is not installed: no compiled path")
     x = _inputs(name, 300)
-    _sr_case(name, 13 if fraction == "half" else 3, fraction, "nonfinite", "fast", x)
+    _sr_case(name, 3, fraction, "nonfinite", "fast", x)
 
 
 @pytest.mark.parametrize("path", ["numpy", "fast"])
