@@ -17,8 +17,8 @@ cannot disagree. The rules, stated once:
   (`torch+custom`); an override equal to the base's own mode changes nothing, name included.
   A convention that does not provide the format (the conventions table's explicit "not provided":
   ml_dtypes has no P3109 type, P3109's reading covers only P3109 formats) hands over to the first
-  convention that does, and the policy's name says so (`p3109 — no ml_dtypes cast`); `policy_for`
-  itself refuses such a pair.
+  convention that does: its policy, under its own name (`p3109`), and the bin view's note says so
+  (`handed_over`); `policy_for` itself refuses such a pair.
 - **Errors**: `error = value − x` (one correctly rounded float64 subtraction), `abs_error = |error|`,
   `rel_error = abs_error / |x|`. At x = 0 (either sign) `rel_error` is 0 when the value is a zero
   and +inf otherwise (a nonzero answer for zero is infinitely wrong, relatively). Infinities: an
@@ -225,7 +225,7 @@ def resolve_policy(fmt: str | Format, convention: str | None = None, rounding: s
             home = providers(f)
             if not home:
                 raise ValueError(f"no convention provides a cast to {f.name}")
-            base = policy_for(home[0], f).with_(name=f"{home[0]} — no {convention} cast")
+            base = policy_for(home[0], f)
     else:
         base = default_policy(f).with_(name=DEFAULT_POLICY_NAME)
     if rounding and rounding not in _ROUNDINGS:
@@ -240,6 +240,17 @@ def resolve_policy(fmt: str | Format, convention: str | None = None, rounding: s
     if not changes:
         return base
     return base.with_(**changes, name=f"{base.name}+custom")
+
+
+def handed_over(fmt: str | Format, convention: str | None) -> str:
+    """'' when `convention` (or none) provides `fmt`; else the sentence saying which convention's
+    policy `resolve_policy` uses instead."""
+    f = get_format(fmt)
+    if not convention or convention not in CONVENTIONS or convention_row(convention, f).provided:
+        return ""
+    home = providers(f)
+    return (f"{convention} provides no {f.name} cast: the {home[0]} convention's policy is used"
+            if home else "")
 
 
 def relative_error(x: float, value: float) -> tuple[float, float, float]:
@@ -546,6 +557,8 @@ def explain_value(text: str, fmt: str | Format = "E4M3FN", convention: str | Non
         centre = 0 if x_scaled < 0 else grid.values.size - 1
     else:
         centre = int(np.searchsorted(grid.values, 0.0))  # NaN: the window around zero
+    if handed_over(f, convention):
+        notes.append(handed_over(f, convention))
     if not math.isfinite(v_main):
         notes.append(f"{text} encodes to {main.cls.upper()} in {f.name}: no rounding bin")
     bins = window_bins(f, policy, centre)

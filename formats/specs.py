@@ -468,6 +468,15 @@ P3109_FORMATS: tuple[FloatFormat, ...] = tuple(
     for extended in (True, False)
 )
 
+#: the P3109 binary8 formats gfloat itself lists (`gfloat.formats.p3109_binary8_formats`): K8P1
+#: signed/unsigned extended, K8P3 and K8P4 in all four variants, K8P7 signed and K8P8 unsigned
+#: finite — what an exported page's offline bin explorer carries tables for
+P3109_LISTED: tuple[FloatFormat, ...] = tuple(
+    f for f in P3109_FORMATS
+    if f.name in ("p3109_k8p1se", "p3109_k8p1ue", "p3109_k8p7sf", "p3109_k8p8uf")
+    or f.name[:-2].endswith(("p3", "p4"))
+)
+
 #: the formats the simulations, lessons and widgets other than the format explorers offer (OCP and
 #: IEEE formats, the fnuz pair, INT8/INT4): every registered format is in ALL_FORMATS
 CORE_FORMATS: tuple[Format, ...] = (

@@ -68,12 +68,13 @@ def test_new_ml_dtypes_types_through_the_backend() -> None:
 
 def test_explorer_hands_over_to_a_providing_convention() -> None:
     """ml_dtypes (the explorer's default) has no P3109 type: the view uses the p3109 convention's
-    policy and says so in the policy's name; policy_for itself refuses the pair."""
+    policy, under its name, and its note says so; policy_for itself refuses the pair."""
     pol = resolve_policy("p3109_k8p3se", "ml_dtypes")
-    assert pol.name == "p3109 — no ml_dtypes cast"
-    assert pol.with_(name="p3109") == F.policy_for("p3109", "p3109_k8p3se")
+    assert pol == F.policy_for("p3109", "p3109_k8p3se") and pol.name == "p3109"
     view = explain_value("60000", "p3109_k8p3se", "ml_dtypes", compare_format="E5M2")
-    assert view.main.code == 0x7F and view.main.policy.name == pol.name  # overflow to +Inf (OvfInf)
+    assert view.main.code == 0x7F and view.main.policy == pol  # overflow to +Inf (OvfInf)
+    assert "ml_dtypes provides no p3109_k8p3se cast: the p3109 convention's policy is used" in view.note
     assert view.compare is not None and view.compare.policy.name == "ml_dtypes"
-    custom = resolve_policy("p3109_k8p3se", "torch", overflow="saturate")
-    assert custom.name == "p3109 — no torch cast+custom" and custom.overflow is F.Overflow.SATURATE
+    assert "provides no" not in explain_value("1", "p3109_k8p3se", "p3109").note
+    custom = resolve_policy("E3M4", "torch", overflow="saturate")
+    assert custom.name == "ml_dtypes+custom" and custom.overflow is F.Overflow.SATURATE

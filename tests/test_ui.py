@@ -496,7 +496,7 @@ def test_anchor_links_into_shadow_dom_jump(server: str, browser: Any) -> None:
 def test_bin_explorer_lists_the_registry_and_hands_over_p3109(server: str, browser: Any) -> None:
     """Issue 28: the format menu is the registry (ml_dtypes 0.7's other types and the P3109 family
     among them); a P3109 format under the default ml_dtypes convention, which has no P3109 type, is
-    cast by the p3109 convention and the page says so. 60000 overflows P3109 K8P3 signed extended
+    cast by the p3109 convention and the page's note says so. 60000 overflows P3109 K8P3 signed extended
     (max 49152) to +Inf, code 0x7F (the formats model computes the expected code)."""
     from lowprec import formats as F
 
@@ -512,6 +512,6 @@ def test_bin_explorer_lists_the_registry_and_hands_over_p3109(server: str, brows
     box.press("Enter")
     want = int(F.encode([60000.0], "p3109_k8p3se", F.policy_for("p3109", "p3109_k8p3se"))[0])
     wait_until(lambda: any(r.startswith(f"p3109_k8p3se|0x{want:02X}|") for r in w.table_rows()))
-    w.page.get_by_text("no ml_dtypes cast").first.wait_for(timeout=10000)
+    w.page.get_by_text("ml_dtypes provides no p3109_k8p3se cast").first.wait_for(timeout=10000)
     w.check_clean()
     w.page.close()
