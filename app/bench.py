@@ -26,12 +26,9 @@ figures (`--no-settle`: each load right after the previous one, as before stop 2
 from __future__ import annotations
 
 import os
-import socket
 import statistics
-import subprocess
 import sys
 import time
-import urllib.request
 from typing import Any
 
 from lowprec.extras import missing_dependency
@@ -57,37 +54,20 @@ def _time_updates(name: str, repeats: int) -> float:
     return statistics.median(times) * 1e3
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def _start_server() -> tuple[Any, str]:
+    """(the served app or None when it did not start within two minutes, its URL)."""
+    from lowprec.app.serving import ServeError, serve_and_wait
 
-
-def _start_server() -> tuple[subprocess.Popen[bytes] | None, str]:
-    port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "lowprec.app.cli", "serve", "--no-show", "--port", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    end = time.monotonic() + 120
-    while True:
-        try:
-            with urllib.request.urlopen(url + "/", timeout=120):  # one at a time
-                return proc, url
-        except OSError:
-            if time.monotonic() > end:
-                proc.terminate()
-                return None, url
-            time.sleep(0.2)
-
-
-def _stop(proc: subprocess.Popen[bytes] | None) -> None:
-    if proc is None:
-        return
-    proc.terminate()
     try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+        app = serve_and_wait(timeout_s=120)
+    except ServeError:
+        return None, ""
+    return app, app.url
+
+
+def _stop(app: Any) -> None:
+    if app is not None:
+        app.close()
 
 
 def _cpu_times() -> tuple[int, int] | None:

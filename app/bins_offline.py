@@ -174,6 +174,7 @@ class BinTables:
                 "toggles": [model_id(t) for t in widget._toggle_pool],
                 "formula": model_id(panes["formula"]), "note": model_id(panes["note"]),
                 "table_note": model_id(panes["table_note"]), "alert": model_id(panes["alert"]),
+                "stale": model_id(panes["stale"]),
                 "table": panes["table"].object.ref["id"], "table_pane": model_id(panes["table"]),
                 "summary": panes["summary"].object.ref["id"],
                 "gap_legend": [item.ref["id"] for item in (gap.legend[0].items if gap.legend else [])],

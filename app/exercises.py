@@ -53,7 +53,8 @@ import param
 from panel.custom import Child, Children
 
 from lowprec import strictjson
-from lowprec.app.lesson_blocks import Answer, ExerciseBlock, ExplanationBlock, PredictionBlock
+from lowprec.app.lesson_blocks import Answer, ExerciseBlock, ExplanationBlock, LabBlock, PredictionBlock
+from lowprec.app.lesson_labs import LABS, lab_data
 from lowprec.formats import code_table, get_format, power_of_two_text
 from lowprec.formats.challenge import grouped_bits, number_text
 from lowprec.formats.explain import bit_fields
@@ -62,6 +63,7 @@ __all__ = [
     "DECODE_WINDOW",
     "ESM_PATH",
     "ExerciseView",
+    "LabView",
     "LazySlot",
     "LessonComponent",
     "LockMarker",
@@ -73,6 +75,7 @@ __all__ = [
     "block_view",
     "decode_table",
     "exercise_spec",
+    "lab_spec",
     "lazy_spec",
     "lock_spec",
     "locked",
@@ -88,7 +91,7 @@ PROGRESS_EVENT = "lowprec-progress"
 DECODE_WINDOW = 64
 FULL_TABLE_BITS = 8
 
-Block = Union[PredictionBlock, ExplanationBlock, ExerciseBlock]
+Block = Union[PredictionBlock, ExplanationBlock, ExerciseBlock, LabBlock]
 
 
 def block_key(lesson_slug: str, block_id: str) -> str:
@@ -138,8 +141,8 @@ def answer_text(answer: Answer) -> str:
         bits = grouped_bits(format(code, f"0{answer.bits}b"), bit_fields(fmt))
         value = decode_table(fmt, code)[str(code)]["text"]
         return f"{answer.to_dict()['hex']} ({bits}) = {value}"
-    if answer.kind == "choice":
-        return str(answer.value)
+    if answer.kind in ("choice", "order", "classify"):
+        return answer.text
     return answer.text
 
 
@@ -154,6 +157,10 @@ def how_text(answer: Answer) -> str:
                   "abs": f"within ±{amount:g}",
                   "rel": f"within {amount * 100:g} % of the answer"}[rule]
         return f"(a number, decimal like 0.1 or hex float like 0x1.8p3; {within} counts)"
+    if answer.kind == "order":
+        return "(move the items into order with their buttons, then check)"
+    if answer.kind == "classify":
+        return "(pick a category for every item, then check)"
     return ""
 
 
@@ -164,6 +171,10 @@ def unreadable_text(answer: Answer) -> str:
                 f"or exactly {answer.bits} bits of 0 and 1.")
     if answer.kind == "number":
         return "Type a number: decimal like 0.1, or a hex float like 0x1.8p3 (inf and nan are numbers too)."
+    if answer.kind == "order":
+        return "Arrange every item once."
+    if answer.kind == "classify":
+        return "Pick a category for every item."
     return "Pick one of the choices."
 
 
@@ -185,6 +196,14 @@ def prediction_spec(block: PredictionBlock, lesson_slug: str) -> dict[str, Any]:
                             "how": how_text(block.answer),
             "unreadable": unreadable_text(block.answer),
             "after": "The widget below is unlocked: try it, then read why."}
+
+
+def lab_spec(name: str, params: dict[str, Any], lesson_slug: str) -> dict[str, Any]:
+    """The data a lab component carries: the lab's role (its renderer), title and the data its
+    simulation computed (`app.lesson_labs`)."""
+    entry = LABS[name]
+    return {"role": entry.role, "key": block_key(lesson_slug, f"lab-{name}"), "title": entry.title,
+            "data": lab_data(name, params)}
 
 
 def lock_spec(key: str, *, note: str = "", explains: bool = False) -> dict[str, Any]:
@@ -253,6 +272,10 @@ class ExerciseView(LessonComponent):
     prompt = Child(doc="the prompt (Markdown)")
     hints = Children(doc="the hints (Markdown), shown one at a time")
     solution = Child(doc="the worked solution (Markdown), shown on request")
+
+
+class LabView(LessonComponent):
+    """A lab (`::: lab NAME`): drawn in the browser from the data its simulation computed."""
 
 
 class LockMarker(LessonComponent):
@@ -328,6 +351,12 @@ def block_view(block: Block, lesson_slug: str) -> pn.viewable.Viewable:
     if isinstance(block, ExerciseBlock):
         return ExerciseView(exercise_spec(block, lesson_slug), prompt=_markdown(block.prompt),
                             hints=[_markdown(h) for h in block.hints], solution=_markdown(block.solution))
+    if isinstance(block, LabBlock):
+        view = LabView(lab_spec(block.name, dict(block.params), lesson_slug))
+        if block.locked_by:
+            return locked(view, block_key(lesson_slug, block.locked_by),
+                          note="Answer the prediction above to open this lab.")
+        return view
     if isinstance(block, ExplanationBlock):
         # the lesson's own lead ("What you saw and why: …", required by the course rules) is the
         # explanation's one heading, set in bold; the lock adds no second one
@@ -335,5 +364,5 @@ def block_view(block: Block, lesson_slug: str) -> pn.viewable.Viewable:
         if text.startswith(EXPLAIN_LEAD + ":"):
             text = f"**{EXPLAIN_LEAD}:**" + text[len(EXPLAIN_LEAD) + 1:]
         return LockRegion(_markdown(text), block_key(lesson_slug, block.id), explains=True)
-    raise TypeError(f"block_view takes a PredictionBlock, ExplanationBlock or ExerciseBlock; "
+    raise TypeError(f"block_view takes a PredictionBlock, ExplanationBlock, ExerciseBlock or LabBlock; "
                     f"got {type(block).__name__}")

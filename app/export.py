@@ -32,12 +32,13 @@ import io
 import json
 import math
 import os
+import posixpath
 import re
 import shutil
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import numpy as np
@@ -404,6 +405,9 @@ def _build_document(route: str, bins: Any) -> tuple[Any, dict[str, Any], str, di
     from pyviz_comms import Comm
 
     page = pages.build_page(route, suffix=".html", sync=False)
+    for item in page.placed:  # a widget with parts that need the server says so instead (RecipeLab's upload)
+        if item.widget is not None and hasattr(item.widget, "for_export"):
+            item.widget.for_export()
     plans = _plan(page.placed)
     planned = {id(p.item.widget): p for p in plans}
     # notes above each widget, and which controls stay live
@@ -625,7 +629,41 @@ def export(out_dir: str | Path, routes: Sequence[str] | None = None,
         if progress is not None:
             progress(i + 1, len(chosen))
     bins.write_all()
+    if routes:  # some pages only: their links to pages the site does not hold would lead nowhere
+        for page in written:
+            rel = page_file(page.route)
+            text = page.path.read_text(encoding="utf-8")
+            kept = unlink_missing_pages(text, rel, writer.root)
+            if kept != text:
+                writer.write_text(rel, kept)
     return written
+
+
+#: a link's target in an exported page: in the page itself (`href="…"`) or inside its embedded
+#: document, where a Markdown pane's HTML is escaped once or twice (`href=&quot;…&quot;`,
+#: `href=&amp;quot;…&amp;quot;`, `href=\"…\"`)
+_LINK_RE = re.compile(r'href=(?P<q>"|\\"|&quot;|&amp;quot;)(?P<url>[^"\\&<>\s]*?)(?P=q)')
+
+
+def unlink_missing_pages(html: str, page_rel: str, root: Path) -> str:
+    """`html` (the page at `page_rel` in the site at `root`) with each link to another page of the
+    site that is not there turned into plain text (its `href` renamed `data-unexported`, so it is no
+    link): `lowprec export DIR --pages X` writes links only to pages that exist. Links within the
+    page, to assets and to other sites are kept."""
+    folder = PurePosixPath(page_rel).parent
+
+    def repl(match: re.Match[str]) -> str:
+        url = match.group("url")
+        target = url.split("#", 1)[0]
+        if not target.endswith(".html") or ":" in target or target.startswith("/"):
+            return match.group(0)
+        resolved = posixpath.normpath((folder / target).as_posix())
+        if resolved.startswith("..") or (root / resolved).is_file():
+            return match.group(0)
+        q = match.group("q")
+        return f"data-unexported={q}{url}{q}"
+
+    return _LINK_RE.sub(repl, html)
 
 
 def site_size(out_dir: str | Path) -> tuple[int, int, str]:
@@ -643,6 +681,6 @@ def site_size(out_dir: str | Path) -> tuple[int, int, str]:
 
 __all__ = ["EXPORT_CONTROLS", "ExportError", "ExportedPage", "PAGE_LIMIT", "SITE_LIMIT", "STATE_BUDGET",
            "SafeWriter", "available_routes", "check_target", "compact_data", "export", "export_page",
-           "page_file", "site_size"]
+           "page_file", "site_size", "unlink_missing_pages"]
 
 _ = math  # used by the estimate helpers' callers

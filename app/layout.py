@@ -211,6 +211,15 @@ def _head(c: Chrome) -> str:
             f"<style>{CSS_VARIABLES}</style>{''.join(links)}{early}{''.join(scripts)}")
 
 
+def theme_toggle_html() -> str:
+    """The top bar's theme button. It names the theme a click gives ("Dark theme" in the light one;
+    the page's script writes "Light theme" in the dark one): a label that stays "Dark theme" in both,
+    with only a pressed state to tell them apart, read as if nothing had changed."""
+    return ('<button type="button" class="lp-theme-toggle" title="Switch to the dark theme">'
+            '<span class="lp-theme-icon" aria-hidden="true">◐</span> <span class="lp-theme-text">Dark theme</span>'
+            "</button>")
+
+
 def _body_top(c: Chrome) -> str:
     home = _e(c.link(""))
     return (
@@ -218,10 +227,7 @@ def _body_top(c: Chrome) -> str:
         '<header class="lp-top">'
         f'<a class="lp-brand" href="{home}">lowprec</a>'
         '<span class="lp-tagline">low-precision number formats, bit by bit</span>'
-        '<button type="button" class="lp-theme-toggle" aria-pressed="false" '
-        'title="Switch between light and dark theme">'
-        '<span class="lp-theme-icon" aria-hidden="true">◐</span> <span class="lp-theme-text">Dark theme</span>'
-        "</button></header>"
+        f"{theme_toggle_html()}</header>"
     )
 
 

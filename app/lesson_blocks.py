@@ -42,6 +42,12 @@ Answer kinds (`kind:`):
 - `choice` — `choices: A | B | C` (text, typed by the author); `answer` is a field whose value picks
   the right choice: the one whose text equals the field's prose text, or whose number equals it.
   Exactly one choice must match, else the lesson fails to render.
+- `order` — `items: A | B | C` (at least three, shown in this order); `answer` is a field holding the
+  items in the right order (a list, or their texts joined by ` | `), which must differ from the shown
+  order. A response lists every item once, joined by ` | ` (the page builds it from the arrangement).
+- `classify` — `items: A | B | C` and `categories: X | Y | Z` (at least two); `answer` is a field
+  holding each item's category, in the items' order. A response names one category per item, joined
+  by ` | `.
 
 `answer: example:NAME.FIELD` names a field of a worked example in `lowprec.simulations.examples`,
 whose value the model computes; tests check every answer against an independent oracle.
@@ -55,14 +61,17 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 __all__ = [
+    "ANSWER_KINDS",
     "Answer",
     "BLOCK_KINDS",
     "ExerciseBlock",
     "ExplanationBlock",
+    "LabBlock",
     "PredictionBlock",
     "RawBlock",
     "check_response",
     "parse_response",
+    "split_parts",
 ]
 
 BLOCK_KINDS = ("predict", "explain", "exercise")
@@ -75,11 +84,16 @@ _TOL_RE = re.compile(r"^(exact|abs\s+(\S+)|rel\s+(\S+))$")
 
 #: keys allowed in each block body (value: how many times: "1" exactly once, "?" optional, "+" 1 or more)
 KEYS: dict[str, dict[str, str]] = {
-    "predict": {"kind": "1", "question": "1", "choices": "?", "answer": "1", "tolerance": "?"},
-    "exercise": {"kind": "1", "prompt": "1", "choices": "?", "answer": "1", "tolerance": "?",
-                 "hint": "+", "solution": "1"},
+    "predict": {"kind": "1", "question": "1", "choices": "?", "items": "?", "categories": "?", "answer": "1",
+                "tolerance": "?"},
+    "exercise": {"kind": "1", "prompt": "1", "choices": "?", "items": "?", "categories": "?", "answer": "1",
+                 "tolerance": "?", "hint": "+", "solution": "1"},
 }
 MAX_HINTS = 2
+#: every answer kind (`kind:` of a block)
+ANSWER_KINDS = ("number", "code", "choice", "order", "classify")
+#: the separator of items, categories and the parts of an order or classify response
+SEPARATOR = " | "
 
 
 class BlockError(ValueError):
@@ -101,14 +115,16 @@ class RawBlock:
 class Answer:
     """A computed answer and how a response is compared with it."""
 
-    kind: str  # "number" | "code" | "choice"
-    value: float | int | str  # number: float; code: int; choice: the right choice's text
+    kind: str  # "number" | "code" | "choice" | "order" | "classify"
+    value: float | int | str  # number: float; code: int; choice: the right choice's text; order: the
+    # items in the right order, classify: each item's category, both joined by SEPARATOR
     source: str  # "example:NAME.FIELD"
     text: str  # the answer as prose ("0x45 = 3.25", "448", "over 90%")
     format: str | None = None  # code answers: the format's name
     bits: int | None = None  # code answers: the format's width
     tolerance: tuple[str, float] = ("exact", 0.0)  # ("exact", 0) | ("abs", x) | ("rel", x)
-    choices: tuple[str, ...] = ()
+    choices: tuple[str, ...] = ()  # choice: the choices; order and classify: the items, as shown
+    categories: tuple[str, ...] = ()  # classify: the categories
 
     def check(self, response: str) -> bool:
         return check_response(self, response)
@@ -121,7 +137,24 @@ class Answer:
             out["tolerance"] = {"rule": self.tolerance[0], "amount": self.tolerance[1]}
         if self.kind == "choice":
             out["choices"] = list(self.choices)
+        if self.kind in ("order", "classify"):
+            out["items"] = list(self.choices)
+            out["parts"] = split_parts(str(self.value))
+        if self.kind == "classify":
+            out["categories"] = list(self.categories)
         return out
+
+    @property
+    def options(self) -> int:
+        """How many different answers a learner can give: the choices, the orders of the items or
+        the ways to classify them; a number or a code counts as more than any of these."""
+        if self.kind == "choice":
+            return len(self.choices)
+        if self.kind == "order":
+            return math.factorial(len(self.choices))
+        if self.kind == "classify":
+            return len(self.categories) ** len(self.choices)
+        return 10**9
 
 
 @dataclass(frozen=True)
@@ -141,6 +174,18 @@ class ExplanationBlock:
     id: str
     text: str
     line: int = 1
+
+
+@dataclass(frozen=True)
+class LabBlock:
+    """A lab placed by `::: lab NAME key=value`: a lesson component whose data `LABS[name]`'s builder
+    computes (with `params`), drawn in the browser. `locked_by` is the id of the prediction it
+    answers (the lab stays hidden until it is answered), "" when none."""
+
+    name: str
+    params: dict[str, str | int | float | bool] = field(default_factory=dict)
+    line: int = 1
+    locked_by: str = ""
 
 
 @dataclass(frozen=True)
@@ -198,8 +243,9 @@ def read_block(kind: str, block_id: str, lines: list[str], line: int) -> RawBloc
         raise BlockError(f"{kind} {block_id}: at most {MAX_HINTS} hints")
     kind_words = fields["kind"][0].split()
     answer_kind = kind_words[0] if kind_words else ""
-    if answer_kind not in ("number", "code", "choice"):
-        raise BlockError(f"{kind} {block_id}: kind must be number, code FORMAT or choice; got {fields['kind'][0]!r}")
+    if answer_kind not in ANSWER_KINDS:
+        raise BlockError(f"{kind} {block_id}: kind must be number, code FORMAT, choice, order or classify; "
+                         f"got {fields['kind'][0]!r}")
     if answer_kind == "code" and (len(kind_words) != 2 or kind == "predict"):
         raise BlockError(f"{kind} {block_id}: write 'kind: code FORMAT' (exercises only)")
     if answer_kind != "code" and len(kind_words) != 1:
@@ -215,11 +261,30 @@ def read_block(kind: str, block_id: str, lines: list[str], line: int) -> RawBloc
         _tolerance(fields["tolerance"][0], f"{kind} {block_id}")
     if "choices" in fields and len(_choices(fields["choices"][0])) < 2:
         raise BlockError(f"{kind} {block_id}: give at least two choices separated by ' | '")
+    if (answer_kind in ("order", "classify")) != ("items" in fields):
+        raise BlockError(f"{kind} {block_id}: 'items' goes with kind order or classify, and only with them")
+    if (answer_kind == "classify") != ("categories" in fields):
+        raise BlockError(f"{kind} {block_id}: 'categories' goes with kind classify, and only with it")
+    if "items" in fields:
+        items = _choices(fields["items"][0])
+        least = 3 if answer_kind == "order" else 2
+        if len(items) < least or len(set(items)) != len(items):
+            raise BlockError(f"{kind} {block_id}: give at least {least} different items separated by ' | '")
+    if "categories" in fields:
+        cats = _choices(fields["categories"][0])
+        if len(cats) < 2 or len(set(cats)) != len(cats):
+            raise BlockError(f"{kind} {block_id}: give at least two different categories separated by ' | '")
     return RawBlock(kind, block_id, line, fields=fields)
 
 
 def _choices(text: str) -> tuple[str, ...]:
     return tuple(c.strip() for c in text.split("|") if c.strip())
+
+
+def split_parts(text: str) -> list[str]:
+    """The parts of an order or classify answer or response: split at '|', ASCII whitespace around
+    each part removed (empty parts kept, so a missing one is seen)."""
+    return [part.strip(_ASCII_WS) for part in text.split("|")]
 
 
 def _tolerance(text: str, where: str) -> tuple[str, float]:
@@ -273,12 +338,38 @@ def resolve_answer(raw: RawBlock, resolve: ValueResolver) -> Answer:
         if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < fmt.n_codes:
             raise BlockError(f"{where}: answer {source} is {value!r}, not a code of {fmt.name}")
         return Answer("code", int(value), source, text, format=fmt.name, bits=fmt.bits)
+    if kind in ("order", "classify"):
+        return _resolve_arrangement(raw, kind, value, source, text, where)
     choices = _choices(raw.fields["choices"][0])
     matches = [c for c in choices if _choice_matches(c, value, text)]
     if len(matches) != 1:
         raise BlockError(f"{where}: the computed answer {source} = {text!r} must match exactly one of the "
                          f"choices {' | '.join(choices)}; it matches {len(matches)}")
     return Answer("choice", matches[0], source, text, choices=choices)
+
+
+def _resolve_arrangement(raw: RawBlock, kind: str, value: Any, source: str, text: str, where: str) -> Answer:
+    """An order or classify answer: the field holds a list of texts (or one text joined by '|')."""
+    items = _choices(raw.fields["items"][0])
+    if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+        parts = [v.strip() for v in value]
+    elif isinstance(value, str):
+        parts = split_parts(value)
+    else:
+        raise BlockError(f"{where}: answer {source} is {value!r}, not a list of texts")
+    if kind == "order":
+        if sorted(parts) != sorted(items):
+            raise BlockError(f"{where}: the computed order {source} = {parts!r} is not an order of the items "
+                             f"{' | '.join(items)}")
+        if tuple(parts) == items:
+            raise BlockError(f"{where}: the items are shown in the right order already ({source}); shuffle them")
+        return Answer("order", SEPARATOR.join(parts), source, SEPARATOR.join(parts), choices=items)
+    categories = _choices(raw.fields["categories"][0])
+    if len(parts) != len(items) or any(p not in categories for p in parts):
+        raise BlockError(f"{where}: the computed classification {source} = {parts!r} must name one of the "
+                         f"categories {' | '.join(categories)} for each of the {len(items)} items")
+    shown = "; ".join(f"{item}: {part}" for item, part in zip(items, parts))
+    return Answer("classify", SEPARATOR.join(parts), source, shown, choices=items, categories=categories)
 
 
 def _choice_matches(choice: str, value: Any, text: str) -> bool:
@@ -333,6 +424,14 @@ def parse_response(answer: Answer, response: str) -> float | int | str | None:
         else:
             return None
         return v if v < (1 << bits) else None
+    if answer.kind == "order":
+        parts = split_parts(response)
+        return SEPARATOR.join(parts) if sorted(parts) == sorted(answer.choices) else None
+    if answer.kind == "classify":
+        parts = split_parts(response)
+        if len(parts) != len(answer.choices) or any(p not in answer.categories for p in parts):
+            return None
+        return SEPARATOR.join(parts)
     t = response.strip(_ASCII_WS)
     return t if t in answer.choices else None
 

@@ -93,7 +93,7 @@ class PlacedWidget:
     builder: Any = None  # the `LazyWidget` that builds it (served pages), else None
 
 
-@dataclass
+@dataclass(repr=False)
 class Page:
     """One page: its route, the objects of its body, the widgets placed in it and the frame."""
 
@@ -112,6 +112,17 @@ class Page:
     def extensions(self) -> list[str]:
         """The Panel extensions whose scripts the page's widgets need (`WidgetEntry.page_scripts`)."""
         return sorted({e for p in self.placed for e in WIDGETS[p.name].page_scripts})
+
+    def __repr__(self) -> str:
+        return f"<Page /{self.route}: {self.title!r}, {len(self.objects)} blocks, {len(self.placed)} widget(s)>"
+
+    def view(self) -> pn.Column:
+        """The page's content without the site frame (what a notebook shows of it)."""
+        return pn.Column(*self.objects, sizing_mode="stretch_width")
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> Any:
+        """A page as a notebook cell's result shows its content (it showed `Page(route=…)`)."""
+        return self.view()._repr_mimebundle_(include, exclude)
 
     def render(self) -> tuple[pn.Column, dict[str, Any]]:
         """The framed Panel root and the template variables (`layout.frame`)."""
@@ -206,18 +217,20 @@ def sync_url(placed: list[PlacedWidget], location: Any = None) -> bool:
     if location is None:
         return False
     oversized.update(_drop_oversized_query_values(location))
+    unparsed = _drop_unparseable_query_values(location)
     for item in placed:
         if item.widget is None:
             continue
         widget = item.widget
 
         def on_error(values: dict[str, Any], widget: Any = widget, prefix: str = item.prefix,
-                     url_alert: Any = item.url_alert) -> None:
+                     url_alert: Any = item.url_alert, raw: dict[str, str] | None = None) -> None:
             # Panel reads query values as JSON first, so a text parameter can arrive as a number
             # (value=3.3 → 3.3, and -0 → 0, losing the sign): retry text parameters with the raw
             # query text, one parameter at a time, and report only what is still refused.
-            raw = {k: v[-1] for k, v in parse_qs(str(location.search).lstrip("?"),
-                                                 keep_blank_values=True).items()}
+            if raw is None:
+                raw = {k: v[-1] for k, v in parse_qs(str(location.search).lstrip("?"),
+                                                     keep_blank_values=True).items()}
             refused: dict[str, Any] = {}
             for name, value in values.items():
                 if isinstance(widget.param[name], param.String):
@@ -232,6 +245,12 @@ def sync_url(placed: list[PlacedWidget], location: Any = None) -> bool:
                 set_alert(alert, f"Invalid URL parameters: {text}")
 
         location.sync(widget, url_parameters(widget, item.prefix), on_error=on_error)
+        # values Panel would have ignored with only a log line (`[1`, `{`): the widget gets the text,
+        # as it gets any other, and says what is wrong with it
+        mine = {k[len(item.prefix):]: v for k, v in unparsed.items()
+                if k.startswith(item.prefix) and k[len(item.prefix):] in url_parameters(widget)}
+        if mine:
+            on_error(mine, raw={f"{item.prefix}{k}": v for k, v in mine.items()})
         dropped = [k for k in oversized if k.startswith(item.prefix) and k[len(item.prefix):] in widget.param]
         if dropped and getattr(widget, "_alert", None) is not None:
             set_alert(widget._alert, "Invalid URL parameters: " + ", ".join(
@@ -266,6 +285,25 @@ def _session_location() -> tuple[Any, dict[str, int]]:
             location.param.update(params)
         pn.state._locations[doc] = location
         return location, oversized
+
+
+def _drop_unparseable_query_values(location: Any) -> dict[str, str]:
+    """Remove from `location.search` the values Panel would read as JSON and fail on (a value that
+    starts with `[` or `{` but is no JSON: Panel logs a warning and ignores the parameter, and the
+    page said nothing); returns {name: raw text} of what was removed."""
+    search = str(getattr(location, "search", "") or "")
+    pairs = parse_qsl(search.lstrip("?"), keep_blank_values=True)
+    bad: dict[str, str] = {}
+    for name, value in pairs:
+        if value.lstrip().startswith(("[", "{")):
+            try:
+                json.loads(value)
+            except ValueError:
+                bad[name] = value
+    if bad:
+        kept = [(k, v) for k, v in pairs if k not in bad]
+        location.search = ("?" + urlencode(kept)) if kept else ""
+    return bad
 
 
 def _drop_oversized_query_values(location: Any) -> dict[str, int]:
@@ -422,7 +460,8 @@ def lesson_body(lesson: Lesson, lazy: bool = False, query: frozenset[str] = froz
 # links between pages
 # ------------------------------------------------------------------------------------------------
 
-_SITE_TARGET = r"(?:\.\./|\./|/)*(glossary|index|lesson/[A-Za-z0-9_-]+|widget/[A-Za-z0-9_]+)(?:\.html)?(#[^\s)\"']*)?"
+_SITE_TARGET = (r"(?:\.\./|\./|/)*(glossary|index|lesson/[A-Za-z0-9_-]+|widget/[A-Za-z0-9_]+)(?:\.html)?"
+                r"(\?[^\s)#\"']*)?(#[^\s)\"']*)?")
 _MD_LINK_RE = re.compile(r"\]\(" + _SITE_TARGET + r"\)")
 _HTML_LINK_RE = re.compile(r"href=\"" + _SITE_TARGET + "\"")
 
@@ -430,11 +469,17 @@ _HTML_LINK_RE = re.compile(r"href=\"" + _SITE_TARGET + "\"")
 def site_links(text: str, depth: int, suffix: str = "") -> str:
     """Rewrite links to other pages of the site in Markdown/HTML `text` for a page `depth` folders
     down: `../glossary#x`, `/glossary#x`, `glossary#x` all become the right relative link, with
-    `suffix` ('.html' when exported) after the route."""
+    `suffix` ('.html' when exported) after the route and a query (a widget's URL state:
+    `../widget/BinExplorer?format=E4M3FN&value=3.3`) kept after it."""
 
     def target(match: re.Match[str]) -> str:
         route = "" if match.group(1) == "index" else match.group(1)
-        return layout.href(route + (match.group(2) or ""), depth, suffix)
+        link = layout.href(route + (match.group(3) or ""), depth, suffix)
+        query = match.group(2) or ""  # a widget's URL state (a shareable view) goes after the file name
+        if query:
+            path, mark, frag = link.partition("#")
+            link = path + query + mark + frag
+        return link
 
     text = _MD_LINK_RE.sub(lambda m: f"]({target(m)})", text)
     return _HTML_LINK_RE.sub(lambda m: f'href="{target(m)}"', text)
@@ -569,9 +614,11 @@ def lab_lessons() -> list[Lesson]:
     return [x for x in load_lessons() if "::: widget RecomputeDivergence" in x.text]
 
 
-#: the start page's live widget, its parameters, and what it shows of it (`compact_view`)
+#: the start page's live widget, its parameters, and what it shows of it (`compact_view`). Its value
+#: is none that a prediction of the course asks about (it opened on 3.3, the answer to lesson 1's
+#: first prediction, before the reader had made it): 1.7 lands between two codes too, with an error
 LANDING_WIDGET = "BinExplorer"
-LANDING_PARAMS: dict[str, Any] = {"compare_format": ""}
+LANDING_PARAMS: dict[str, Any] = {"compare_format": "", "value": "1.7"}
 
 
 def compact_view(widget: Any) -> Any:
@@ -676,6 +723,7 @@ def served(route: str) -> pn.viewable.Viewable:
     not prebuild: its first widget is often below the first screen, and building it before the
     browser's document pull only delays the page (measured on the recompute lab: ready 1.4–2.0 s
     without, 2.3–2.9 s with)."""
+    pin_local_resources()
     page = build_page(route, sync=True, lazy=True)
     if prebuilds(page.route):
         first = next((p.builder for p in page.placed if p.builder is not None), None)
@@ -683,6 +731,34 @@ def served(route: str) -> pn.viewable.Viewable:
             prebuild(first)  # it arrives built: `Page.lazy_slots` no longer counts it
     SPARES.start()
     return page.serve()
+
+
+def local_dist_url() -> str:
+    """Where the current session's page loads Panel's CSS from: this server's own copy, relative to
+    the page (`../static/extensions/panel/` on a page one folder down), as Panel computes it when
+    it renders a session's page."""
+    from panel.io.resources import LOCAL_DIST
+
+    rel = pn.state.rel_path
+    return f"{rel}/{LOCAL_DIST}" if rel else LOCAL_DIST
+
+
+def pin_local_resources(doc: Any = None) -> bool:
+    """Give the current session's document (or `doc`) this server's resource path before any of its
+    Bokeh models is built. Panel gives a model's stylesheets the address in the document's template
+    variable `dist_url`, and the CDN's when it is missing; it sets it only when it renders the
+    session's HTML page. A session Bokeh builds for a websocket instead never gets it: Bokeh
+    discards a session nobody connected to within its unused-session lifetime (15 s), and when the
+    browser's websocket arrives later (a loaded machine, a slow first load) it builds a new session
+    for the same id without a page — whose every stylesheet then pointed at cdn.holoviz.org
+    (issue 33's F2: listpanel, markdown, select, alerts, button and native.css requested from the
+    CDN under load). False outside a served session."""
+    if doc is None:
+        doc = pn.state.curdoc
+    if doc is None or doc.session_context is None:
+        return False
+    doc.template_variables.setdefault("dist_url", local_dist_url())
+    return True
 
 
 def prebuilds(route: str) -> bool:

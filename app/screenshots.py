@@ -15,11 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -30,29 +26,6 @@ CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run",
                  "--allow-file-access-from-files"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def start_server(port: int) -> subprocess.Popen[str]:
-    """`lowprec serve` on 127.0.0.1:`port`, waiting (up to two minutes) until it answers."""
-    proc = subprocess.Popen([sys.executable, "-m", "lowprec.app.cli", "serve", "--no-show", "--port", str(port)],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    end = time.monotonic() + 120
-    while time.monotonic() < end:
-        if proc.poll() is not None:
-            raise RuntimeError(f"lowprec serve exited: {proc.stdout.read() if proc.stdout else ''}")
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=120):  # one at a time
-                return proc
-        except OSError:
-            time.sleep(0.5)
-    proc.terminate()
-    raise RuntimeError("lowprec serve did not answer within 120 s")
 
 
 def page_url(base: str, route: str, site: Path | None) -> str:
@@ -165,22 +138,19 @@ def main(argv: list[str] | None = None) -> int:
     from lowprec.app.pages import route_names
 
     routes = [("" if r in ("index", "/") else r.strip("/")) for r in (args.pages or route_names())]
-    proc = None
+    from lowprec.app.serving import ServedApp, serve_and_wait
+
+    app: ServedApp | None = None
     base = args.url or ""
     try:
         if args.site is None and not base:
-            port = free_port()
-            proc = start_server(port)
-            base = f"http://127.0.0.1:{port}"
+            app = serve_and_wait(timeout_s=120)
+            base = app.url
         take(routes, Path(args.out), args.widths, args.theme, base=base,
              site=Path(args.site) if args.site else None, locked=args.locked)
     finally:
-        if proc is not None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        if app is not None:
+            app.close()
     return 0
 
 

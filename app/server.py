@@ -9,37 +9,225 @@ Routes come from `app.pages.routes()`.
 
 from __future__ import annotations
 
+import asyncio
 import atexit
+import errno
 import gc
+import logging
+import signal
+import socket
 import threading
-from typing import Any
+from typing import Any, Callable
 
 import panel as pn
 
 from lowprec.app import layout, pages, work
 from lowprec.extras import missing_dependency
 
+log = logging.getLogger(__name__)
+
+
+def check_address(address: str, port: int) -> None:
+    """ValueError naming the address unless it is a host name or IP address this machine can
+    listen on (`256.1.1.1`, `no-such-host`: one line, before anything starts)."""
+    if not isinstance(port, int) or isinstance(port, bool) or not 0 <= port <= 65535:
+        raise ValueError(f"port must be an integer 0..65535, got {port!r}")
+    if not isinstance(address, str) or not address or address != address.strip():
+        raise ValueError(f"address must be a host name or IP address, got {address!r}")
+    try:
+        socket.getaddrinfo(address, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (socket.gaierror, UnicodeError) as exc:
+        reason = exc.strerror if isinstance(exc, socket.gaierror) and exc.strerror else str(exc)
+        raise ValueError(f"cannot listen on {address!r}: not an address of this machine ({reason})") from None
+
+
+def _bind_error(exc: OSError, address: str, port: int) -> ValueError:
+    """The one-line message for a socket the server could not open."""
+    if exc.errno == errno.EADDRINUSE:
+        return ValueError(f"port {port} on {address} is already in use (another lowprec serve?); "
+                          f"pick another with --port, or stop the one running")
+    if exc.errno == errno.EADDRNOTAVAIL:
+        return ValueError(f"cannot listen on {address}:{port}: not an address of this machine")
+    if exc.errno == errno.EACCES:
+        return ValueError(f"cannot listen on {address}:{port}: permission denied (ports below 1024 need "
+                          f"administrator rights)")
+    return ValueError(f"cannot listen on {address}:{port}: {exc.strerror or exc}")
+
 
 def serve(port: int = 5006, address: str = "127.0.0.1", show: bool = True, start: bool = True,
-          **kwargs: Any) -> Any:
-    """Start the server (blocking when `start`); returns the server object."""
-    if not isinstance(port, int) or not 0 <= port <= 65535:
-        raise ValueError(f"port must be an integer 0..65535, got {port!r}")
-    if not isinstance(address, str) or not address:
-        raise ValueError(f"address must be a host name or IP address, got {address!r}")
-    # the recompute widget's first checkpoint call would import torch._dynamo (~1.5 s): do it now,
-    # in the background, while the server starts
-    threading.Thread(target=_warm_up, name="lowprec-warm-up", daemon=True).start()
+          announce: Callable[[str], None] | None = None, **kwargs: Any) -> Any:
+    """Start the server; returns the server object. The address is checked and the port opened
+    first: a bad address or a port in use is a one-line ValueError before anything is said or
+    started. Then `announce(url)` (the CLI prints its one start-up line) and, with `start`, the
+    event loop runs until SIGINT or SIGTERM, after which the server and the worker processes stop
+    cleanly (no leaked semaphores)."""
+    check_address(address, port)
     origins = [f"{address}:{port}", f"localhost:{port}", f"127.0.0.1:{port}"]
     if address in ("0.0.0.0", "::"):  # bound to every interface: accept the host the browser used
         origins = ["*"]
     static = dict(kwargs.pop("static_dirs", {}) or {})
     static[layout.STATIC_ROUTE] = str(layout.STATIC_DIR)
-    return pn.serve(
-        pages.routes(), port=port, address=address, show=show, start=start,
-        title=pages.page_titles(), websocket_origin=origins, resources="server",
-        static_dirs=static, **kwargs,
-    )
+    extra = list(kwargs.pop("extra_patterns", []) or []) + alias_routes()
+    kwargs.setdefault("default_handler_class", NotFoundHandler)
+    try:
+        server = pn.serve(
+            pages.routes(), port=port, address=address, show=show, start=False, verbose=False,
+            title=pages.page_titles(), websocket_origin=origins, resources="server",
+            static_dirs=static, extra_patterns=extra, **kwargs,
+        )
+    except OSError as exc:
+        raise _bind_error(exc, address, port) from None
+    harden_static_handlers(server)
+    # the recompute widget's first checkpoint call would import torch._dynamo (~1.5 s): do it now,
+    # in the background, while the server starts
+    threading.Thread(target=_warm_up, name="lowprec-warm-up", daemon=True).start()
+    if announce is not None:
+        announce(f"http://{address}:{server.port}/")
+    if start:
+        run(server)
+    return server
+
+
+def run(server: Any) -> None:
+    """Run `server`'s event loop until SIGINT or SIGTERM, then stop it and the worker processes."""
+    loop = server.io_loop
+
+    def stop(*_: Any) -> None:
+        loop.add_callback_from_signal(loop.stop)
+
+    previous = {}
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            previous[sig] = signal.signal(sig, stop)
+        except ValueError:  # not the main thread: the caller handles signals
+            pass
+    loop.asyncio_loop.set_exception_handler(_quiet_closed_sockets)
+    server.start()
+    try:
+        loop.start()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        try:
+            server.stop()
+        except Exception:  # noqa: BLE001 - stopping a server that failed half-way: nothing left to do
+            log.debug("stopping the server", exc_info=True)
+        work.shutdown()
+
+
+def _quiet_closed_sockets(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """The event loop's exception handler: a websocket or stream closed by the browser mid-send (a
+    tab closed while an update went out) is the end of that session, not an error worth a
+    traceback in the log; anything else goes to asyncio's default handler."""
+    from tornado.iostream import StreamClosedError
+    from tornado.websocket import WebSocketClosedError
+
+    if isinstance(context.get("exception"), (WebSocketClosedError, StreamClosedError)):
+        log.debug("a browser closed its connection while the server wrote to it")
+        return
+    loop.default_exception_handler(context)
+
+
+def alias_routes() -> list[tuple[str, Any, dict[str, Any]]]:
+    """Redirects from the other names a reader may type or paste to a lesson's page: the lesson's
+    file name (`/lesson/01-arithmetic-contract` → `/lesson/arithmetic-contract`) and an exported
+    page's name (`/lesson/arithmetic-contract.html`, `/widget/BinExplorer.html`)."""
+    import re
+
+    from tornado.web import RedirectHandler
+
+    from lowprec.app.lessons import load_lessons
+    from lowprec.app.widgets import WIDGETS
+
+    routes: list[tuple[str, Any, dict[str, Any]]] = []
+    for lesson in load_lessons():
+        target = f"/{pages.lesson_route(lesson)}"
+        names = {f"{lesson.slug}.html"}
+        if lesson.path is not None and lesson.path.stem != lesson.slug:
+            names |= {lesson.path.stem, f"{lesson.path.stem}.html", lesson.path.name}
+        for name in sorted(names):
+            routes.append((rf"/lesson/{re.escape(name)}/?", RedirectHandler, {"url": target, "permanent": False}))
+    for name in WIDGETS:
+        routes.append((rf"/widget/{re.escape(name)}\.html/?", RedirectHandler,
+                       {"url": f"/{pages.widget_route(name)}", "permanent": False}))
+    routes.append((r"/index\.html/?", RedirectHandler, {"url": "/", "permanent": False}))
+    return routes
+
+
+def not_found_html(path: str) -> str:
+    """The page for an address the site does not have: what was asked (escaped), and the way back
+    to the start page and the list of lessons."""
+    import html
+
+    asked = html.escape(path if len(path) <= 200 else path[:200] + "…")
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+            "<title>Page not found · lowprec</title>"
+            "<style>body{font-family:system-ui,sans-serif;max-width:40em;margin:3em auto;padding:0 1em;"
+            "line-height:1.5;color:#1c2127;background:#fff}a{color:#0a58b0}code{background:#eef1f4;padding:0 .2em}"
+            "@media (prefers-color-scheme: dark){body{color:#e4e7eb;background:#15181c}a{color:#8cc4ff}"
+            "code{background:#262c33}}</style></head><body><main>"
+            "<h1>Page not found</h1>"
+            f"<p>There is no page at <code>{asked}</code> on this site.</p>"
+            "<p><a href=\"/\">Go to the start page</a> · <a href=\"/#lessons\">the list of lessons</a> · "
+            "<a href=\"/#widgets\">the widgets</a></p>"
+            "<p>Lesson pages are named <code>/lesson/&lt;name&gt;</code> without the number of the lesson "
+            "file, and widget pages <code>/widget/&lt;Name&gt;</code>.</p></main></body></html>\n")
+
+
+def _not_found_handler() -> type:
+    from tornado.web import RequestHandler
+
+    class NotFound(RequestHandler):
+        """Any address no route serves: the friendly 404 page (`not_found_html`)."""
+
+        def prepare(self) -> None:
+            self.set_status(404)
+            self.set_header("Content-Type", "text/html; charset=utf-8")
+            self.finish(not_found_html(self.request.path))
+
+    return NotFound
+
+
+NotFoundHandler = _not_found_handler()
+
+
+def harden_static_handlers(server: Any) -> int:
+    """Make every static-file route of `server` answer a path it cannot serve (an embedded NUL,
+    `/_static/lowprec/lowprec.js%00.py`: Tornado raised ValueError, an HTTP 500 with a traceback)
+    with a 4xx; returns how many routes it changed."""
+    from tornado.web import StaticFileHandler
+
+    app = getattr(server, "_tornado", None)
+    if app is None:
+        return 0
+    changed = 0
+    for router in (getattr(app, "wildcard_router", None), getattr(app, "default_router", None)):
+        for rule in getattr(router, "rules", []):
+            target = rule.target
+            if isinstance(target, type) and issubclass(target, StaticFileHandler) and not getattr(
+                    target, "_lowprec_safe", False):
+                rule.target = _safe_static(target)
+                changed += 1
+    return changed
+
+
+def _safe_static(handler: type) -> type:
+    from tornado.web import HTTPError
+
+    class SafeStatic(handler):  # type: ignore[misc,valid-type]
+        _lowprec_safe = True
+
+        def validate_absolute_path(self, root: str, absolute_path: str) -> Any:
+            if "\x00" in str(absolute_path) or "\x00" in str(root):
+                raise HTTPError(400, "bad path")
+            try:
+                return super().validate_absolute_path(root, absolute_path)
+            except (ValueError, OSError):
+                raise HTTPError(404) from None
+
+    SafeStatic.__name__ = SafeStatic.__qualname__ = f"Safe{handler.__name__}"
+    return SafeStatic
 
 
 def _warm_up() -> None:

@@ -121,6 +121,19 @@ def _recompute_html(result: Any, path: str, caption: str) -> None:
     _save(recompute_figure(result), path, f"Recompute divergence: {parameters['variant']}", parameters, caption)
 
 
+def _gemm_html(result: Any, path: str, caption: str) -> None:
+    from lowprec.app.plots.gemm import gemm_layout
+
+    _save(gemm_layout(result), path, f"Tensor-core accumulation: {result.instruction} on {result.config.arch}",
+          _values(result.config), caption)
+
+
+def _stateful_html(result: Any, path: str, caption: str) -> None:
+    from lowprec.app.plots.stateful import stateful_figure
+
+    _save(stateful_figure(result), path, f"Whose amax? {result.design.name}", _values(result.config), caption)
+
+
 _ENTRIES = (
     SimulationFaces("spike", "lowprec.simulations.spike:SIMULATION", _spike_html, captions.spike,
                     widget="DelayedSpike", export_control="algo"),
@@ -135,6 +148,10 @@ _ENTRIES = (
     SimulationFaces("hadamard", "lowprec.simulations.hadamard:SIMULATION", _hadamard_html, captions.hadamard,
                     widget=None, export_control=None,
                     widget_note="no widget of its own: pages show the same study in ScaleGrouping (study=hadamard)"),
+    SimulationFaces("gemm", "lowprec.simulations.gemm.study:SIMULATION", _gemm_html, captions.gemm,
+                    widget="Accumulator", export_control="distribution"),
+    SimulationFaces("stateful", "lowprec.simulations.stateful:SIMULATION", _stateful_html, captions.stateful,
+                    widget="WhoseAmax", export_control="variant"),
 )
 
 #: every simulation's faces, by simulation name (the order of `lowprec simulate --help`)

@@ -220,7 +220,14 @@ def _style_figure(fig: Any) -> None:
                 axis.ticker = log_ticker()
                 axis.formatter = BasicTickFormatter(precision="auto", power_limit_low=-3,
                                                     power_limit_high=4)
+    from bokeh.models.annotations import ColorBar
+
+    for bar in fig.select({"type": ColorBar}):  # its text in the theme's roles (dark-on-dark otherwise)
+        bar.major_label_text_color = light["muted_text"]
+        bar.title_text_color = light["text"]
+        bar.background_fill_color = light["border_fill"]
     for legend in list(fig.legend):
+        legend.title_text_color = light["text"]
         legend.background_fill_color = light["legend_bg"]
         legend.background_fill_alpha = 0.9
         legend.border_line_color = light["outline"]
@@ -234,7 +241,8 @@ def _style_figure(fig: Any) -> None:
         legend.margin = 4
         if legend in fig.center:  # inside the data area: move it below the plot
             fig.center.remove(legend)
-            n = len(legend.items)
+            # an item labelled by a data column (legend_field) is one entry per value: many
+            n = sum(3 if _field_label(item) else 1 for item in legend.items)
             legend.location = "top_left"
             legend.orientation = "horizontal" if n <= 2 else "vertical"
             fig.add_layout(legend, "below")
@@ -243,6 +251,12 @@ def _style_figure(fig: Any) -> None:
     fig.toolbar.autohide = True
     fig.min_border_left = max(int(fig.min_border_left or 0), 40)
     _alt_text(fig)
+
+
+def _field_label(item: Any) -> bool:
+    """Whether a legend item's label is a data column (one entry per distinct value)."""
+    label = getattr(item, "label", None)
+    return bool(isinstance(label, dict) and "field" in label or getattr(label, "field", None))
 
 
 def _alt_text(fig: Any) -> None:

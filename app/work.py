@@ -40,7 +40,7 @@ import panel as pn
 import param
 
 __all__ = ["POOL_SIZE", "Outcome", "Superseded", "batched", "busy_indicator", "claim_slot", "post_generation",
-           "run_simulation", "served_document", "start_processes", "submit"]
+           "run_in_process", "run_simulation", "served_document", "shutdown", "start_processes", "submit"]
 
 #: worker threads: one per core this process may run on (at least 2, so one run never queues
 #: behind another on a small machine)
@@ -296,6 +296,53 @@ def _run_in_worker(module: str, config: Any, slot: int | None, generation: int) 
             raise Superseded()
 
     return simulation.run(config, progress)
+
+
+def _call_in_worker(target: str, args: tuple[Any, ...], slot: int | None, generation: int) -> Any:
+    module, _, name = target.partition(":")
+    fn = getattr(importlib.import_module(module), name)
+
+    def progress(done: int, total: int) -> None:
+        if slot is not None and _tokens is not None and _tokens[slot] != generation:
+            raise Superseded()
+
+    return fn(*args, progress=progress)
+
+
+def run_in_process(target: str, *args: Any, slot: int | None = None, generation: int = 0) -> Any:
+    """`module:function` called with `args` and `progress=` in a worker process, as
+    `run_simulation` runs a simulation: the calling pool thread blocks until it is done; the
+    function stops (`Superseded`) at its next progress report once a newer request of `slot`
+    exists. A worker that died (its pool is then broken for every request in flight, another
+    session's included) is replaced and the request tried once more; RuntimeError after that."""
+    global _procs
+    for attempt in (1, 2):
+        pool = processes()
+        try:
+            return pool.submit(_call_in_worker, target, args, slot, generation).result()
+        except BrokenProcessPool:
+            # a worker died — maybe running another session's request, which breaks the whole pool
+            # for every request in flight: a fresh pool takes this one once more
+            with _procs_lock:
+                if _procs is pool:
+                    _procs = None
+            if attempt == 2:
+                raise RuntimeError(f"the worker process running {target} died twice (out of memory?)") from None
+    raise AssertionError("unreachable")
+
+
+def shutdown() -> None:
+    """Stop the worker processes and threads (a server's clean exit): without it the processes'
+    queues die with the interpreter and Python's resource tracker reports leaked semaphores."""
+    global _procs, _pool
+    with _procs_lock:
+        procs, _procs = _procs, None
+    if procs is not None:
+        procs.shutdown(wait=True, cancel_futures=True)
+    with _pool_lock:
+        threads, _pool = _pool, None
+    if threads is not None:
+        threads.shutdown(wait=False, cancel_futures=True)
 
 
 def run_simulation(simulation: Any, config: Any, slot: int | None = None, generation: int = 0) -> Any:

@@ -12,14 +12,19 @@
 #      tests/test_reports.py then replays them on CPU)                     caps 150 s, 60 s
 #   2. tests marked `gpu` (compiled Triton casts, decode, MXFP8, FP8 GEMM within the stated bound,
 #      torch-cuda casts) -> OUT_DIR/gpu_tests.txt                          cap 180 s
-#   3. benchmarks: scaled cast vs device copy, FP8 GEMM vs torch._scaled_mm at 8192^3
+#   3. tensor-core GEMM checks (issue 29): FP8 GEMMs through torch._scaled_mm (use_fast_accum true
+#      and false) and a Triton tl.dot kernel (max_num_imprecise_acc None, 32, 64, 128) on
+#      instruction-sized and long-K vectors, compared bit for bit with lowprec.simulations.gemm
+#      -> OUT_DIR/gemm_checks.json (copy it to gpu/reports/gemm-<device>.json)  cap 150 s
+#   4. benchmarks: scaled cast vs device copy, FP8 GEMM vs torch._scaled_mm at 8192^3
 #      -> OUT_DIR/gpu_bench.json (written after every figure, so a cut-off run keeps what it has)
 #                                                                          cap 120 s
 # then prints OUT_DIR/summary.txt (one line per step: ok / FAILED / TIMED OUT / skipped, seconds).
 # --dry-run runs the same Python entry points on CPU (Triton interpreter and torch CPU instead of
 # compiled Triton and torch-cuda, few vectors; gpu tests skip, benchmark reports 'skipped'): it is
 # how tests/test_gpu_kernels.py checks this script without a GPU.
-# Needs numpy, torch and triton; pytest for step 2 only. If numpy or pytest is missing and
+# Needs numpy, torch and triton; pytest for step 2 only; numba and ml_dtypes for step 3 (the
+# tensor-core model). If numpy, pytest, numba or ml_dtypes is missing and
 # LOWPREC_WHEELS names a folder of wheels carried along, they are unpacked into a temporary
 # folder on PYTHONPATH (pip --no-index; nothing is downloaded).
 # Exit status: 0 all ran and passed, 1 a step failed or timed out, 3 no usable CUDA/torch/triton.
@@ -71,7 +76,7 @@ step() {
 if [ -n "${LOWPREC_WHEELS:-}" ]; then
     missing=$("$PY" -c "
 import importlib.util as u
-print(' '.join(m for m in ('numpy', 'pytest') if u.find_spec(m) is None))")
+print(' '.join(m for m in ('numpy', 'pytest', 'numba', 'ml_dtypes') if u.find_spec(m) is None))")
     if [ -n "$missing" ]; then
         site="$(mktemp -d /tmp/lowprec-site.XXXX)"
         "$PY" -m pip install --quiet --no-index --find-links "$LOWPREC_WHEELS" --target "$site" \
@@ -109,9 +114,11 @@ if [ "$DRY_RUN" = 1 ]; then
     # the interpreter is slow: one format, few random vectors
     REPORTS=("triton-interpret 150 --formats E4M3FN --n-random 200" "torch 60 --n-random 200")
     BENCH=(--quick)
+    GEMM=(--dry-run --quick)
 else
     REPORTS=("triton 150" "torch-cuda 60")
     BENCH=()
+    GEMM=()
 fi
 
 for spec in "${REPORTS[@]}"; do
@@ -128,6 +135,9 @@ else
     say "gpu tests: skipped (pytest is not installed here; set LOWPREC_WHEELS to carry it)"
     status=1
 fi
+
+step "gemm checks" 150 "$OUT_DIR/gemm_checks.log" \
+    "$PY" -m lowprec.gpu.gemm_checks ${GEMM[@]+"${GEMM[@]}"} --budget-s 120 --json "$OUT_DIR/gemm_checks.json"
 
 step "benchmarks" 120 "$OUT_DIR/bench.log" \
     "$PY" -m lowprec.gpu.bench ${BENCH[@]+"${BENCH[@]}"} --budget-s 90 --json "$OUT_DIR/gpu_bench.json"

@@ -17,6 +17,16 @@ E[P̃_j/S] − P_j ≈ P_j·Σ_k Var(e_k) − Var(e_j). Relative error is ‖ΔO
 REL_ERROR_FLOOR). A fully masked row raises (`masked_rows="raise"`, the default) or becomes P = 0 and
 O = 0 (`"zero"`, what FlashAttention-style kernels return for an empty softmax denominator); the
 row-mass error is ΣP̃ − ΣP, i.e. ΣP̃ − 1 on ordinary rows.
+
+The P·V product itself is exact unless `pv_accumulator` names a tensor core (`simulations.knobs.
+ACCUMULATOR_CHOICES`; `simulations.gemm.accumulators`): then Õ = P̃·Ṽ of trial 0 and of the nearest
+rounding is the FP32 result of the bit-exact tensor-core model (P̃'s codes times Ṽ through the
+architecture's instruction for their two formats, K padded with zeros to the instruction's K, the
+row decode scale applied to the FP32 result in float64), so ΔO also holds the accumulation error
+(`accumulation_error`: max |Õ − P̃·Ṽ exact|); V enters the tensor core rounded (nearest even) to
+`v_format`, or to P's format when `v_format` is none, as an FP8 attention kernel casts it. The
+Monte-Carlo statistics of stochastic rounding keep exact
+accumulation: they study the rounding of P.
 """
 
 from __future__ import annotations
@@ -28,10 +38,11 @@ from typing import Any, Sequence
 import numpy as np
 
 from lowprec import formats
-from lowprec.config import Cost, config_record, from_mapping, knob
+from lowprec.config import ConfigError, Cost, config_record, from_mapping, knob
 from lowprec.formats import CastPolicy, FloatFormat, IntFormat, Overflow, Rounding, decode, encode, get_format
 
 from ._cli import ProgressFn, Simulation, config_values, run_module
+from .knobs import accumulator_knob
 
 ROUNDINGS = ("nearest_even", "stochastic")
 SCALES = ("none", "row")
@@ -281,6 +292,7 @@ class AttentionResult:
     mc_mean_error_renorm: np.ndarray | None = None  # mean of ΔO with each rounded row renormalised
     mc_variance_renorm: np.ndarray | None = None
     renorm_bias_first_order: np.ndarray | None = None  # Σ_j Ṽ_j (P_j ΣVar − Var_j)
+    accumulation_error: float = 0.0  # max |Õ − P̃·Ṽ exact| of trial 0 (0 with exact accumulation)
 
     @property
     def trials(self) -> int:
@@ -306,6 +318,7 @@ class AttentionResult:
         }
         out["mc_to_analytic_variance"] = (out["mean_mc_variance"] / out["mean_analytic_variance"]
                                           if out["mean_analytic_variance"] > 0 else float("nan"))
+        out["accumulation_error"] = self.accumulation_error
         if self.mc_mean_error_renorm is not None:
             out["rms_bias_renorm"] = float(np.sqrt(np.mean(self.mc_mean_error_renorm ** 2)))
         return out
@@ -321,6 +334,7 @@ class AttentionResult:
             out[name] = value
         out["rel_error"] = self.rel_error
         out["abs_error"] = self.abs_error
+        out["accumulation_error"] = self.accumulation_error
         return out
 
 
@@ -352,7 +366,7 @@ class _Sums:
 def run_attention(inputs: AttentionInputs, fmt: Any = "E4M3FN", rounding: str = "nearest_even", *,
                   scale: str = "none", trials: int = 200, v_format: Any = None,
                   renormalize: bool = False, masked_rows: str = "raise", seed: int = 0,
-                  progress: ProgressFn | None = None) -> AttentionResult:
+                  pv_accumulator: str = "exact", progress: ProgressFn | None = None) -> AttentionResult:
     """Round P (and V if `v_format`) and measure the error of O = P·V; see the module docstring."""
     if not isinstance(inputs, AttentionInputs):
         raise TypeError(f"inputs must be AttentionInputs (make_inputs(…) or three_probs_inputs()), "
@@ -369,6 +383,8 @@ def run_attention(inputs: AttentionInputs, fmt: Any = "E4M3FN", rounding: str = 
         raise ValueError(f"values must be keys × head_dim = {probs.shape[1]} × d, got shape {v.shape}")
     if not np.isfinite(v).all():
         raise ValueError("values contain non-finite entries")
+    if v_format is None and pv_accumulator != "exact":
+        v_format = f.name  # a tensor core multiplies V in an operand format: P's, unless v_format says
     if v_format is None:
         v_rounded = v
         v_name = None
@@ -380,9 +396,10 @@ def run_attention(inputs: AttentionInputs, fmt: Any = "E4M3FN", rounding: str = 
     ds = _row_decode_scale(probs, f, scale)
     out_exact = probs @ v
     p_dv = probs @ dv  # the deterministic part of ΔO
+    product = _pv_product(pv_accumulator, f, v_name, ds)
 
     p_nearest = round_probs(probs, f, "nearest_even", scale=scale)
-    delta_o_nearest = p_nearest @ v_rounded - out_exact
+    delta_o_nearest = product(p_nearest, v_rounded) - out_exact
     row_mass = probs.sum(axis=1)
 
     rng = np.random.Generator(np.random.SFC64(seed))
@@ -434,7 +451,8 @@ def run_attention(inputs: AttentionInputs, fmt: Any = "E4M3FN", rounding: str = 
                 progress(done, trials)
         mc_mean, mc_var = p_dv + sums.mean, sums.variance
     delta_p = p_tilde0 - probs
-    out_rounded = p_tilde0 @ v_rounded
+    out_rounded = product(p_tilde0, v_rounded)
+    accumulation_error = float(np.max(np.abs(out_rounded - p_tilde0 @ v_rounded))) if pv_accumulator != "exact" else 0.0
     delta_o = out_rounded - out_exact
     norm_o = float(np.linalg.norm(out_exact))
     if rounding == "stochastic":
@@ -452,6 +470,7 @@ def run_attention(inputs: AttentionInputs, fmt: Any = "E4M3FN", rounding: str = 
     config = {
         "format": f.name, "rounding": rounding, "scale": scale, "trials": trials,
         "v_format": v_name, "renormalize": renormalize, "masked_rows": masked_rows, "seed": seed,
+        "pv_accumulator": pv_accumulator,
         "queries": int(probs.shape[0]), "keys": int(probs.shape[1]), "head_dim": int(v.shape[1]),
         "inputs": dict(inputs.description), "rel_error_floor": REL_ERROR_FLOOR,
     }
@@ -466,8 +485,30 @@ def run_attention(inputs: AttentionInputs, fmt: Any = "E4M3FN", rounding: str = 
         analytic_mean_error=analytic_mean, analytic_variance=analytic_var,
         mc_mean_error_renorm=None if sums_renorm is None else sums_renorm.mean,
         mc_variance_renorm=None if sums_renorm is None else sums_renorm.variance,
-        renorm_bias_first_order=renorm_pred,
+        renorm_bias_first_order=renorm_pred, accumulation_error=accumulation_error,
     )
+
+
+def _pv_product(name: str, f: FloatFormat, v_format: str | None, ds: np.ndarray) -> Any:
+    """P̃·Ṽ as the named accumulator computes it (a function of P̃ and Ṽ; see the module docstring)."""
+    from .knobs import ACCUMULATOR_CHOICES
+
+    if name not in ACCUMULATOR_CHOICES:
+        raise ValueError(f"pv_accumulator must be one of {', '.join(ACCUMULATOR_CHOICES)}, got {name!r}")
+    if name == "exact":
+        return lambda p, v: p @ v
+    assert v_format is not None  # run_attention rounds V to P's format for a tensor core
+    from .gemm.accumulators import ACCUMULATORS, accumulate, dense_instruction
+
+    acc = ACCUMULATORS[name]
+    assert acc.arch is not None
+    dense_instruction(acc.arch, f, v_format)  # a pair the architecture cannot multiply: ValueError naming it
+
+    def product(p: np.ndarray, v: np.ndarray) -> np.ndarray:
+        codes = np.asarray(formats.quantize(p / ds[:, None], f), np.float64)  # P̃'s code values
+        return accumulate(codes, v, name, f, v_format) * ds[:, None]
+
+    return product
 
 
 def three_probs_inputs() -> AttentionInputs:
@@ -502,6 +543,22 @@ class AttentionConfig:
                      choices=MASKS)
     v_format: str = knob(NO_V_FORMAT, "also round V (nearest-even) in this format; none: V exact",
                          choices=(NO_V_FORMAT,) + ATTENTION_FORMATS)
+    pv_accumulator: str = accumulator_knob("how P·V is accumulated: exact, or the bit-exact tensor-core model "
+                                           "(hopper: the whole K in the tensor core; hopper_promote128: promoted "
+                                           "to FP32 every 128; blackwell); a tensor core rounds V to v_format, or to "
+                                           "P's format when v_format is none")
+
+    def __post_init__(self) -> None:
+        if self.pv_accumulator == "exact":
+            return
+        from .gemm.accumulators import ACCUMULATORS, dense_instruction
+
+        arch = ACCUMULATORS[self.pv_accumulator].arch
+        assert arch is not None
+        try:
+            dense_instruction(arch, self.format, self.format if self.v_format == NO_V_FORMAT else self.v_format)
+        except ValueError as exc:
+            raise ConfigError("pv_accumulator", str(exc)) from None
 
     def inputs(self) -> AttentionInputs:
         """The scores and values these parameters describe."""
@@ -515,11 +572,14 @@ class AttentionConfig:
         q = 1 if self.preset == "three_probs" else self.seq
         d = 1 if self.preset == "three_probs" else self.head_dim
         trials = self.trials if self.rounding == "stochastic" else 1
+        # a tensor-core P·V: two products (nearest, trial 0) through the model, K padded to 32,
+        # at the model's conservative 40 M multiply-adds per second (simulations.gemm.core.MODEL_RATE)
+        tensor_core = 0.0 if self.pv_accumulator == "exact" else 2 * q * (q + 31) * d / 40e6
         return Cost(bytes=q * q * 8 * 24.0 + min(q * q * trials, _TRIAL_ELEMENTS) * 16.0,
                     # per trial and entry: the product's share (d MACs) and the draw and compare of
                     # stochastic rounding (3e-8 s: measured, issue 16, the machine at load ≈ 3.5 / 2 cores
                     # scaled to a quiet core)
-                    seconds=trials * q * q * (d * 2e-10 + (3e-8 if trials > 1 else 0.0)) + q * q * 2e-7,
+                    seconds=trials * q * q * (d * 2e-10 + (3e-8 if trials > 1 else 0.0)) + q * q * 2e-7 + tensor_core,
                     note=f"{trials} trial(s) of a {q}×{q} by {q}×{d} product")
 
 
@@ -530,7 +590,7 @@ def run_attention_config(config: AttentionConfig, *, progress: ProgressFn | None
     v_format = None if config.v_format == NO_V_FORMAT else config.v_format
     result = run_attention(config.inputs(), config.format, config.rounding, scale=config.scale, trials=config.trials,
                            v_format=v_format, renormalize=config.renormalize, seed=config.seed + 1,
-                           progress=progress)
+                           pv_accumulator=config.pv_accumulator, progress=progress)
     return replace(result, config={**result.config, "parameters": config_values(config)})
 
 

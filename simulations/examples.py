@@ -37,7 +37,7 @@ from lowprec.formats import (
     policy_for,
 )
 
-from . import examples_blocks, examples_course, examples_extra
+from . import examples_blocks, examples_course, examples_extra, examples_gemm, examples_stateful, examples_transfer
 from ._io import ArgumentParser, check_output_path, error_exit, write_json
 from .example_record import Example, Value, as_number, format_number
 from .quant.mx import mx_scale_rule_table
@@ -441,11 +441,15 @@ EXAMPLES: dict[str, Callable[[], Example]] = {
     **examples_extra.EXAMPLES,  # lesson-specific examples
     **examples_course.EXAMPLES,  # the course's predictions and exercises
     **examples_blocks.EXAMPLES,  # block-format conventions
+    **examples_transfer.EXAMPLES,  # the course's transfer questions
+    **examples_gemm.EXAMPLES,  # tensor-core products (lessons 8 and 23)
+    **examples_stateful.EXAMPLES,  # lesson 26: whose amax?
 }
 
 #: examples that need torch (autograd or torch.utils.checkpoint is the point): `example(name)`
 #: resolves them, the default listing leaves them out so that it stays torch-free
-TORCH_EXAMPLES: dict[str, Callable[[], Example]] = {**examples_course.TORCH_EXAMPLES}
+TORCH_EXAMPLES: dict[str, Callable[[], Example]] = {**examples_course.TORCH_EXAMPLES,
+                                                     **examples_transfer.TORCH_EXAMPLES}
 
 _CACHE: dict[str, Example] = {}
 

@@ -820,11 +820,21 @@ def silent_scale() -> Example:
     v_reent_no_restore = _candidate_verdicts(reentrant_no_restore, ref)
     wrong_restore = _catching(v_no_restore, v_restored)
     silent = _catching(v_reentrant, v_restored)
+    # the same comparison with ten times larger output gradients: the fixed atol no longer hides it
+    dys10 = (dys * np.float32(10.0)).astype(np.float32)
+    ref10 = _delayed_layer_run(xs, dys10, w, checkpointing=False, update_fires=True, restore_stash=False)
+    wrong10 = _catching(
+        _candidate_verdicts(_delayed_layer_run(xs, dys10, w, checkpointing=True, update_fires=fires_nonreentrant,
+                                               restore_stash=False), ref10),
+        _candidate_verdicts(_delayed_layer_run(xs, dys10, w, checkpointing=True, update_fires=fires_nonreentrant,
+                                               restore_stash=True), ref10))
     values: dict[str, Value] = {
         "reentrant_forward_grad": "enabled" if reent["forward_grad"] else "disabled",
         "nonreentrant_forward_grad": "enabled" if non["forward_grad"] else "disabled",
         "update_fires_reentrant": fires_reentrant, "update_fires_nonreentrant": fires_nonreentrant,
         "steps": steps, "reentrant_final_scale": reentrant["scales"][-1],
+        "grad_std": float(np.std(np.array(ref["grads"]))),
+        "wrong_restore_caught_by_10x": "; ".join(wrong10),
         "nonreentrant_final_scale": restored["scales"][-1],
         "wrong_restore_caught_by": wrong_restore[0] if len(wrong_restore) == 1 else "; ".join(wrong_restore),
         "silent_scale_caught_by": silent[0] if len(silent) == 1 else "; ".join(silent),
@@ -872,7 +882,7 @@ def silent_scale() -> Example:
                "E4M3FN delayed scaling (simulations.delayed.DelayedScaler, history 16, max) for 10 steps; "
                "each candidate assertion evaluated on both runs against a run without checkpointing; "
                "stateful recipes: tensor B cast after tensor A vs cast fresh",
-               values, "silent_scale_caught_by", digits={"nonreentrant_final_scale": 4})
+               values, "silent_scale_caught_by", digits={"nonreentrant_final_scale": 4, "grad_std": 2})
 
 
 # ------------------------------------------------------------------------------------------------
@@ -926,6 +936,7 @@ def calibration_ranges() -> Example:
             rep = error_metrics(x, x_hat)
             values[f"{key}_{label}_err"] = rep.rms_rel_error
             values[f"{key}_{label}_zero_pct"] = 100 * rep.flushed_fraction
+            values[f"{key}_{label}_zero_count"] = int(round(rep.flushed_fraction * n))
             values[f"{key}_{label}_clipped_pct"] = 100 * float(np.mean(ax > amax))
             bulk = ax <= ranges["p99"]  # the 99 % of values inside every range
             values[f"{key}_{label}_bulk_err"] = error_metrics(x[bulk], x_hat[bulk]).rms_rel_error

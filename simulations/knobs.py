@@ -11,7 +11,12 @@ and help; the delayed-scaling bounds are the model's own (`simulations.delayed`:
 - `seed_knob(help)`: a seed, 0 … `SEED_MAX` (numpy's `default_rng` takes any non-negative integer;
   the bound keeps it a 32-bit signed value every face can type), entered as a number;
 - `format_knob(choices, help)`: the element format, by name among `choices` (the formats the
-  simulation can run; any alias `formats.get_format` knows is accepted on the command line).
+  simulation can run; any alias `formats.get_format` knows is accepted on the command line);
+- `accumulator_knob(help)`: how a product is accumulated, one of `ACCUMULATOR_CHOICES` — exact, or
+  through a tensor core (what each name runs: `simulations.gemm.accumulators.ACCUMULATORS`, keyed by
+  these names).
+- `overflow_knob()`: what a scaled value beyond the format's range becomes (`OVERFLOW_MODES`: the
+  recompute and stateful simulations).
 """
 
 from __future__ import annotations
@@ -22,10 +27,15 @@ from lowprec.config import knob
 
 from .delayed import AMAX_ALGOS, HISTORY_BOUNDS, MARGIN_BOUNDS
 
-__all__ = ["SEED_BOUNDS", "SEED_MAX", "algo_knob", "format_knob", "history_knob", "margin_knob", "seed_knob"]
+__all__ = ["ACCUMULATOR_CHOICES", "OVERFLOW_MODES", "SEED_BOUNDS", "SEED_MAX", "accumulator_knob", "algo_knob",
+           "format_knob", "history_knob", "margin_knob", "overflow_knob", "seed_knob"]
 
 SEED_MAX = 2**31 - 1
+#: what a value beyond the format's range becomes: ±max, or Inf/NaN (where the format has them)
+OVERFLOW_MODES = ("saturate", "nonfinite")
 SEED_BOUNDS = (0, SEED_MAX)
+#: the named accumulators (their arithmetic: `simulations.gemm.accumulators.ACCUMULATORS`)
+ACCUMULATOR_CHOICES = ("exact", "hopper", "hopper_promote128", "blackwell")
 
 
 def history_knob() -> Any:
@@ -53,3 +63,14 @@ def seed_knob(help: str) -> Any:
 def format_knob(choices: Sequence[str], help: str, default: str = "E4M3FN") -> Any:
     """The element format, one of `choices` (format names)."""
     return knob(default, help, choices=tuple(choices))
+
+
+def accumulator_knob(help: str) -> Any:
+    """How a product is accumulated: exact, or through a tensor core (`ACCUMULATOR_CHOICES`)."""
+    return knob("exact", help, choices=ACCUMULATOR_CHOICES)
+
+
+def overflow_knob() -> Any:
+    """What a scaled value beyond the format's largest finite value becomes."""
+    return knob("saturate", "a value beyond the format's max: saturate to ±max, or nonfinite (Inf or NaN, as "
+                            "the format has)", choices=OVERFLOW_MODES)

@@ -19,13 +19,11 @@ from __future__ import annotations
 from lowprec.config import ConfigError, Cost, config_record, knob
 from lowprec.formats import get_format
 
-from .knobs import algo_knob, format_knob, history_knob, margin_knob, seed_knob
+from .knobs import OVERFLOW_MODES, algo_knob, format_knob, history_knob, margin_knob, overflow_knob, seed_knob
 from .recompute_state import DETERMINISTIC_ROUNDINGS, QUANTIZERS, activation_formats
 
 __all__ = ["RecomputeConfig", "OVERFLOW_MODES"]
 
-#: what a value beyond the format's range becomes: ±max, or Inf/NaN (where the format has them)
-OVERFLOW_MODES = ("saturate", "nonfinite")
 
 # cost model, fitted to runs of the slowest variant (stale-centre) on the project's build machine
 # (torch 2.13 CPU, one thread, 2 shared cores): seconds per layer call (step × layer) =
@@ -63,8 +61,7 @@ class RecomputeConfig:
     lr: float = knob(0.1, "SGD learning rate", bounds=(0.0, 10.0), widget="input")
     rounding: str = knob("nearest_even", "rounding of the cast (stochastic is left out: replaying "
                          "random bits in recompute is another hazard)", choices=DETERMINISTIC_ROUNDINGS)
-    overflow: str = knob("saturate", "a value beyond the format's max: saturate to ±max, or "
-                         "nonfinite (Inf or NaN, as the format has)", choices=OVERFLOW_MODES)
+    overflow: str = overflow_knob()
     checkpointing: bool = knob(True, "activation checkpointing: backward re-runs each layer "
                                "(the recompute)")
 

@@ -26,7 +26,8 @@ from .granularity import Granularity, parse_granularity
 from .metrics import ErrorReport, clips, error_metrics
 from .scales import amax_array, check_margin, decode_scale, encode_scale
 
-__all__ = ["ScaledTensor", "clipped_mask", "default_element_policy", "error_report", "quantize_scaled"]
+__all__ = ["ScaledTensor", "clipped_mask", "default_element_policy", "error_report", "group_scales",
+           "quantize_scaled"]
 
 
 def default_element_policy(fmt: str | Format) -> CastPolicy:
@@ -139,34 +140,45 @@ def quantize_scaled(
             am = np.abs(groups).max(axis=1) if groups.shape[1] else np.zeros(groups.shape[0])
     else:
         am = np.broadcast_to(amax_array(amax), grid).reshape(-1).astype(np.float64)
-    sf: Format | None = None
-    scale_codes = None
-    if scale_format is None:
-        enc = np.asarray(encode_scale(am, f, m), dtype=np.float64).reshape(-1)
-        enc = np.clip(enc, _F32_TINY, _F32_MAX).astype(np.float32).astype(np.float64)
-        dec = 1.0 / enc
+    sf = None if scale_format is None else formats.get_format(scale_format)
+    enc, dec, scale_codes = group_scales(am, f, m, sf, scale_rounding)
+    if sf is None:
         scaled = groups * enc[:, None]
     else:
-        sf = formats.get_format(scale_format)
-        want = np.asarray(decode_scale(am, f, m), dtype=np.float64).reshape(-1)
-        spol = formats.CastPolicy(rounding=formats.Rounding(scale_rounding), overflow=formats.Overflow.SATURATE)
-        if isinstance(sf, FloatFormat) and not sf.subnormals:  # E8M0: unsigned, no zero
-            spol = spol.with_(unsigned_zero=formats.UnsignedZero.SMALLEST)
-        scale_codes = formats.encode(want, sf, spol)
-        dec = formats.decode(scale_codes, sf).astype(np.float64)
-        if np.any(dec <= 0):
-            bad = float(want[dec <= 0][0])
-            raise ValueError(
-                f"decode scale {bad!r} rounds to zero in scale format {sf.name}; use a wider scale "
-                f"format or scale_rounding='up'"
-            )
-        enc = 1.0 / dec
         scaled = groups / dec[:, None]
+    if scale_codes is not None:
         scale_codes = scale_codes.reshape(grid)
     codes = formats.encode(g.from_groups(scaled, shape), f, pol, rng=rng)
     return ScaledTensor(codes, enc.reshape(grid), dec.reshape(grid), scale_codes, f, sf, g, shape, m, pol,
                         str(arr.dtype))
 
+
+
+def group_scales(am: np.ndarray, f: Format, margin: int, scale_format: Format | None,
+                 scale_rounding: str = "up") -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """(encode scales, decode scales, scale codes or None) of groups with amaxes `am` (float64, one
+    per group), as `quantize_scaled` sets them: without a scale format the encode scale F / amax /
+    2^margin as float32 (clamped to the float32 normal range) and its exact reciprocal; with one, the
+    decode scale amax · 2^margin / F cast to it (`scale_rounding`) and its reciprocal. An element is
+    then cast from x · encode scale (no scale format) or x / decode scale (a scale format)."""
+    if scale_format is None:
+        enc = np.asarray(encode_scale(am, f, margin), dtype=np.float64).reshape(-1)
+        enc = np.clip(enc, _F32_TINY, _F32_MAX).astype(np.float32).astype(np.float64)
+        return enc, 1.0 / enc, None
+    sf = scale_format
+    want = np.asarray(decode_scale(am, f, margin), dtype=np.float64).reshape(-1)
+    spol = formats.CastPolicy(rounding=formats.Rounding(scale_rounding), overflow=formats.Overflow.SATURATE)
+    if isinstance(sf, FloatFormat) and not sf.subnormals:  # E8M0: unsigned, no zero
+        spol = spol.with_(unsigned_zero=formats.UnsignedZero.SMALLEST)
+    scale_codes = formats.encode(want, sf, spol)
+    dec = formats.decode(scale_codes, sf).astype(np.float64)
+    if np.any(dec <= 0):
+        bad = float(want[dec <= 0][0])
+        raise ValueError(
+            f"decode scale {bad!r} rounds to zero in scale format {sf.name}; use a wider scale "
+            f"format or scale_rounding='up'"
+        )
+    return 1.0 / dec, dec, scale_codes
 
 
 def clipped_mask(x: Any, st: ScaledTensor) -> np.ndarray:

@@ -4,12 +4,20 @@ refused is recorded and aborted), collected console and page errors, and the sit
 page must pass served and exported (`SiteChecks`): axe-core finds no serious or critical
 violation, the page does not scroll sideways at phone width, a lesson's prose column stays at
 reading width and its previous/next links follow the course order. The checks run with every
-prediction answered (`answer_every_prediction`), so the widgets locked behind them are shown."""
+prediction answered (`answer_every_prediction`), so the widgets locked behind them are shown.
+
+Offline by construction: every browser test gets its Chromium through the `browser` fixture of
+tests/conftest.py, an `OfflineBrowser`. Each context it makes routes every request through one
+check (`is_local`: 127.0.0.1 over http/https/ws, or a data:, blob:, about: or file: URL); anything
+else is aborted and recorded, as is a WebSocket to another host, and the fixture fails the test
+at teardown when anything was. A `WatchedPage` may be stricter still (an exported page: file: URLs
+only) and hands what it allows on to that check (`route.fallback()`), never past it."""
 
 from __future__ import annotations
 
 from functools import lru_cache
 from typing import Any, Callable
+from urllib.parse import urlparse
 
 from lowprec.app.layout import PAGE_COMPLETE_JS, PAGE_READY_JS
 
@@ -22,14 +30,80 @@ READY_JS = PAGE_READY_JS
 COMPLETE_JS = PAGE_COMPLETE_JS
 PROSE_MAX_PX = 800  # a lesson's Markdown at 1400 px: at most this wide
 PHONE_PX = 390
+#: the only host a page may reach: the test's own server
+LOCAL_HOST = "127.0.0.1"
+#: URL schemes that reach no host at all
+HOSTLESS_SCHEMES = ("data", "blob", "about", "file")
+
+
+def is_local(url: str) -> bool:
+    """Whether a request to `url` stays on this machine: a hostless URL (data:, blob:, about:,
+    file:) or http/https/ws/wss to 127.0.0.1 (not even `localhost`, which may resolve elsewhere)."""
+    parsed = urlparse(url)
+    if parsed.scheme in HOSTLESS_SCHEMES:
+        return True
+    return parsed.scheme in ("http", "https", "ws", "wss") and parsed.hostname == LOCAL_HOST
+
+
+class OfflineBrowser:
+    """A Chromium whose pages may reach 127.0.0.1 only (see the module docstring): `new_page` and
+    `new_context` as Playwright's, every request checked by `is_local`, the refused ones aborted and
+    listed in `outside` (with the URL of the page that asked, when known)."""
+
+    def __init__(self, browser: Any) -> None:
+        self.browser = browser
+        self.outside: list[str] = []
+        self._contexts: list[Any] = []
+
+    def new_context(self, **kwargs: Any) -> Any:
+        context = self.browser.new_context(**kwargs)
+        context.route("**/*", self._route)
+        context.on("page", lambda page: page.on("websocket", lambda ws: self._websocket(ws.url)))
+        self._contexts.append(context)
+        return context
+
+    def new_page(self, **kwargs: Any) -> Any:
+        """A page in a context of its own (as Playwright's `Browser.new_page`)."""
+        context = self.new_context(**kwargs)
+        page = context.new_page()
+        page.on("websocket", lambda ws: self._websocket(ws.url))
+        return page
+
+    def _route(self, route: Any) -> None:
+        url = route.request.url
+        if is_local(url):
+            route.continue_()
+            return
+        frame = route.request.frame if hasattr(route.request, "frame") else None
+        where = ""
+        try:
+            where = f" (asked by {frame.url})" if frame is not None else ""
+        except Exception:  # noqa: BLE001 - a detached frame: the URL alone says enough
+            where = ""
+        self.outside.append(url + where)
+        route.abort()
+
+    def _websocket(self, url: str) -> None:
+        if not is_local(url):
+            self.outside.append(f"websocket {url}")
+
+    def close(self) -> None:
+        """Close every context this browser made (their pages with them)."""
+        for context in self._contexts:
+            try:
+                context.close()
+            except Exception:  # noqa: BLE001 - already closed with its page
+                pass
+        self._contexts.clear()
 
 
 class WatchedPage:
-    """A Playwright page; `allow(url)` decides which requests may proceed, the rest land in
-    `outside`. Timeouts are generous: the suite runs on 2 busy cores (pytest -n 2)."""
+    """A Playwright page; `allow(url)` decides which requests may proceed (default: all that the
+    browser's offline check lets through), the rest land in `outside`. Timeouts are generous: the
+    suite runs on 2 busy cores (pytest -n 2)."""
 
-    def __init__(self, browser: Any, allow: Callable[[str], bool], timeout_ms: int = 120_000) -> None:
-        self.allow = allow
+    def __init__(self, browser: Any, allow: Callable[[str], bool] | None = None, timeout_ms: int = 120_000) -> None:
+        self.allow = allow or is_local
         self.page = browser.new_page(viewport={"width": 1400, "height": 1000})
         self.page.set_default_timeout(timeout_ms)
         self.page.set_default_navigation_timeout(timeout_ms)
@@ -43,7 +117,7 @@ class WatchedPage:
     def _route(self, route: Any) -> None:
         url = route.request.url
         if self.allow(url):
-            route.continue_()
+            route.fallback()  # on to the browser's own offline check (an `OfflineBrowser` context)
         else:
             self.outside.append(url)
             route.abort()

@@ -2,13 +2,18 @@
 
 Panel state is reset after every test, or served apps hang the run. Tests marked `slow` (exhaustive
 sweeps, the whole-site export walk) are left out of the default run, which CI keeps under 20 minutes
-on two cores; `./dev slow` (or `pytest --slow`, or a `-m` expression naming `slow`) runs them."""
+on two cores; `./dev slow` (or `pytest --slow`, or a `-m` expression naming `slow`) runs them.
+
+Browser tests take their Chromium from `browser` (one per module, Debian's chromium through
+Playwright): an `OfflineBrowser` (tests/browser.py) that aborts every request leaving 127.0.0.1
+and fails the test that made one. `server` is the app served by `lowprec serve` for a module
+(`app.serving.serve_and_wait`, the one serve-and-wait helper of tests and benchmarks)."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 import pytest
 
@@ -52,3 +57,40 @@ def each_codec_path(request: pytest.FixtureRequest) -> Iterator[str]:
         pytest.skip("numba is not installed: no compiled path")
     with codec.codec_path(request.param):
         yield request.param
+
+
+@pytest.fixture(scope="module")
+def _chromium() -> Iterator[Any]:
+    """Debian's headless Chromium for one test module (skipped where it is not installed)."""
+    import os
+
+    from tests.browser import CHROMIUM, CHROMIUM_ARGS
+
+    if not os.path.exists(CHROMIUM):
+        pytest.skip(f"{CHROMIUM} is not installed")
+    import playwright.sync_api as api
+
+    with api.sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS + ["--allow-file-access-from-files"])
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def browser(_chromium: Any) -> Iterator[Any]:
+    """The offline browser every browser test uses: a request leaving 127.0.0.1 fails the test."""
+    from tests.browser import OfflineBrowser
+
+    offline = OfflineBrowser(_chromium)
+    yield offline
+    offline.close()
+    assert offline.outside == [], f"requests left 127.0.0.1: {offline.outside}"
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[str]:
+    """`lowprec serve` for one test module: its base URL once the start page answers."""
+    from lowprec.app.serving import serve_and_wait
+
+    with serve_and_wait(cwd=ROOT) as app:
+        yield app.url

@@ -58,7 +58,13 @@ def prose_only(markdown: str) -> str:
     and link targets, with line structure kept (removed parts become spaces)."""
     out: list[str] = []
     in_fence = False
-    for line in markdown.splitlines():
+    lines = markdown.splitlines()
+    if lines and lines[0].strip() == "---" and "---" in [x.strip() for x in lines[1:]]:
+        # front matter: its objectives name block ids (nvfp4-bits), not formats
+        end = 1 + [x.strip() for x in lines[1:]].index("---")
+        out.extend([""] * (end + 1))
+        lines = lines[end + 1:]
+    for line in lines:
         if re.match(r"^\s*(```|~~~)", line):
             in_fence = not in_fence
             out.append("")
@@ -89,13 +95,14 @@ def misspelled_format_names(markdown: str) -> list[str]:
 
 def test_lessons_in_order() -> None:
     lessons = load_lessons(LESSON_DIR)
-    assert len(lessons) == len(LESSON_FILES) == 22
-    assert [lesson.order for lesson in lessons] == list(range(1, 23))
+    assert len(lessons) == len(LESSON_FILES) >= 26
+    assert [lesson.order for lesson in lessons] == list(range(1, len(lessons) + 1))
     assert lessons[0].slug == "arithmetic-contract"
     assert all(lesson.title and lesson.summary and lesson.goal for lesson in lessons)
-    # file prefix NN matches the order
-    for lesson in lessons:
-        assert lesson.path is not None and lesson.path.name.startswith(f"{lesson.order:02d}-")
+    # the file prefix NN is the file's number (unique, kept when the course is reordered, so that
+    # branches editing a lesson merge), the front matter's order its place in the course
+    prefixes = [p.name.split("-", 1)[0] for p in LESSON_FILES]
+    assert all(re.fullmatch(r"\d{2}", x) for x in prefixes) and len(set(prefixes)) == len(prefixes)
 
 
 @pytest.mark.parametrize("path", LESSON_FILES, ids=[p.stem for p in LESSON_FILES])
@@ -205,6 +212,13 @@ VERIFIED_LINKS = {
     "https://github.com/NVIDIA/TransformerEngine",
     "https://github.com/NVIDIA/TransformerEngine/pull/24",  # FP8 meta stash for full activation recompute
     "https://github.com/NVIDIA/TransformerEngine/pull/3284",  # Preserve FP8 recompute state for inner autocast
+    "https://arxiv.org/abs/2511.10909",  # Xie, Wang, Yang, Yang, MMA-Sim: bit-accurate tensor-core models
+    "https://github.com/NVIDIA/TransformerEngine/pull/74",  # sequence-parallel amax reduction fix
+    "https://github.com/NVIDIA/TransformerEngine/pull/825",  # Avoid amax roll for non-run modules
+    "https://github.com/NVIDIA/TransformerEngine/issues/539",  # FP8+PP+Recompute+GA>1, loss = nan
+    "https://github.com/NVIDIA/TransformerEngine/issues/1047",  # Bug in FP8 buffer update (cached weights, TE 1.7)
+    "https://github.com/NVIDIA/Megatron-LM/pull/7538",  # Restore the forward's FP8 autocast state in recompute
+    "https://github.com/marin-community/marin/issues/7659",  # Gradient accumulation drops the fp8 amax history
 }
 
 

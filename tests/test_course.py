@@ -22,6 +22,7 @@ from lowprec.app.exercises import EXPLAIN_LEAD
 from lowprec.app.lessons import (
     ExerciseBlock,
     ExplanationBlock,
+    LabBlock,
     Lesson,
     MarkdownBlock,
     PredictionBlock,
@@ -61,7 +62,10 @@ def _blocks(lesson: Lesson) -> list:  # type: ignore[type-arg]
 def test_old_slugs_survive_and_orders_are_consecutive() -> None:
     slugs = [lesson.slug for lesson in LESSONS]
     assert set(SLUGS_BEFORE_ISSUE_12) <= set(slugs)
-    assert [lesson.order for lesson in LESSONS] == list(range(1, len(LESSONS) + 1))
+    orders = [lesson.order for lesson in LESSONS]
+    # new lessons take their file number as order: numbers of lessons still being written may be
+    # missing until the course's final order is settled (issue 31)
+    assert orders[:22] == list(range(1, 23)) and orders == sorted(set(orders))
     # the primer comes before the lab, the seed-001 lesson after it
     assert slugs.index("activation-checkpointing") < slugs.index("stateful-quantizers-under-recompute")
     assert slugs.index("stateful-quantizers-under-recompute") < slugs.index("isfinite-is-not-a-test")
@@ -91,7 +95,7 @@ def test_predictions_come_before_a_widget_and_are_explained(lesson: Lesson) -> N
         start = blocks.index(p)
         explain = next(i for i, b in enumerate(blocks) if isinstance(b, ExplanationBlock) and b.id == p.id)
         between = blocks[start + 1:explain]
-        assert any(isinstance(b, WidgetDirective) for b in between), (lesson.slug, p.id)
+        assert any(isinstance(b, (WidgetDirective, LabBlock)) for b in between), (lesson.slug, p.id)
         assert not any(isinstance(b, (PredictionBlock, ExerciseBlock)) for b in between), (lesson.slug, p.id)
         assert blocks[explain].text.startswith(EXPLAIN_LEAD + ":"), (lesson.slug, p.id)
 
@@ -186,8 +190,23 @@ def test_seed_lesson_reproduces_the_table_and_computes_the_assertion() -> None:
     assert "example:scale_one_table.n_text" in lesson.text and "‖x̂ − x‖ / ‖x‖" in lesson.text
     sources = {b.answer.source for b in _blocks(lesson) if isinstance(b, ExerciseBlock)}
     assert {"example:silent_scale.wrong_restore_caught_by", "example:silent_scale.silent_scale_caught_by",
-            "example:silent_scale.exposed_recipes"} <= sources
+            "example:stateful_recipes.classes"} <= sources
     assert "use_reentrant=True" in lesson.text
+    # the wrong-restore question states the gradient magnitude its answer depends on (issue 31)
+    wrong = next(b for b in _blocks(lesson) if isinstance(b, ExerciseBlock) and b.id == "wrong-restore")
+    assert "standard deviation" in wrong.prompt and "0.0675" in wrong.prompt
+
+
+def test_placement_lab_lesson_places_the_lab_after_a_prediction() -> None:
+    blocks = _blocks(_lesson("te-placement-lab"))
+    labs = [b for b in blocks if isinstance(b, LabBlock)]
+    assert [b.name for b in labs] == ["te-placement"] and labs[0].locked_by == "inner-default"
+    text = _lesson("te-placement-lab").text
+    for needed in ("use_reentrant", "reduce_and_update_fp8_tensors", "process-wide buffer", "enabled=False",
+                   "nullcontext", "columnwise", "collective", "self.training"):
+        assert needed in text, needed
+    hunt = [b for b in _blocks(_lesson("find-the-defect")) if isinstance(b, LabBlock)]
+    assert [b.name for b in hunt] == ["defect-hunt"] and hunt[0].locked_by
 
 
 # ------------------------------------------------------------------------------------------------

@@ -24,6 +24,9 @@ import pytest
 
 from lowprec.app.lessons import ExerciseBlock, PredictionBlock, load_lessons, render_blocks
 from lowprec.simulations.examples import example
+from tests import gemm_lesson_oracles
+from tests.transfer_oracles import TRANSFER_ORACLES
+from tests.stateful_oracles import STATEFUL_ORACLES
 
 F32 = np.float32
 BF16 = ml_dtypes.bfloat16
@@ -55,18 +58,6 @@ def bucket(value: float, labels: dict[str, float]) -> str:
 # ------------------------------------------------------------------------------------------------
 
 
-def lab_weight_outliers() -> int:
-    """Input channels (columns) of the recipe lab's sample weight whose RMS exceeds 6 × the median
-    column RMS, computed here with numpy in float64."""
-    from lowprec.simulations.lab.samples import weight
-
-    w = weight().astype(np.float64)
-    rms = np.sqrt(np.mean(w * w, axis=0))
-    return int(np.count_nonzero(rms > 6 * np.median(rms)))
-
-
-def weights_gb(bits: Fraction) -> float:
-    return float(Fraction(7 * 10**9) * bits / 8 / 10**9)
 
 
 def softmax_threshold(fmt: str) -> int:
@@ -388,6 +379,32 @@ def shared_foreign_share(run: Any, layers: int = 4, history: int = 16) -> str:
             Fraction(3, 4): "three in four", Fraction(1): "all"}.get(share, str(share))
 
 
+def snapshot_flagged_by() -> str:
+    """Which check flags the shared-state-snapshot run: the raw activations (bitwise), the run's
+    commit counts against one per layer and step, and the replayed shared history (owners)."""
+    run = LAB()["shared-state-snapshot"]
+    flags = {"a bitwise forward-vs-recompute comparison": any(raw_differ(run)),
+             "a count of state commits per step": bool(np.any(run.commits != 1)),
+             "a check of whose amax sized each scale": shared_foreign_share(run) != "none"}
+    flagged = [k for k, v in flags.items() if v]
+    return flagged[0] if len(flagged) == 1 else "; ".join(flagged)
+
+
+def six_layer_foreign_share() -> float:
+    from lowprec.simulations.recompute import RecomputeConfig, run_recompute
+
+    run = run_recompute(RecomputeConfig(variant="shared-state", layers=6), keep_activations=True)
+    steps = max(t for t, _, _ in run.activations) + 1
+    hist: list[tuple[float, int]] = []
+    foreign = 0
+    for t in range(steps):
+        for i in range(6):
+            if hist:
+                foreign += max(hist[-16:], key=lambda e: e[0])[1] != i
+            hist.append((float(np.max(np.abs(run.activations[(t, i, "forward")]["input"]))), i))
+    return foreign / (steps * 6)
+
+
 def gate_outcome() -> str:
     """The stash gate latched at checkpoint entry (FP8 off outside) against the restore gate read
     live (FP8 on inside): a restore with nothing stashed is a KeyError."""
@@ -424,23 +441,6 @@ def resume_scales() -> tuple[list[float], list[float]]:
 
 # -- calibration (lesson 20): integer grids with numpy, E4M3FN with ml_dtypes -----------------------
 
-def calibration_best(fmt: str) -> str:
-    x = (np.random.default_rng(1).standard_t(3, size=8192) * 1e-3).astype(F32).astype(np.float64)
-    ax = np.abs(x)
-    ranges = {"the maximum": ax.max(), "the 99.9th percentile": np.quantile(ax, 0.999),
-              "the 99th percentile": np.quantile(ax, 0.99)}
-    errs = {}
-    for name, amax in ranges.items():
-        if fmt == "E4M3FN":
-            enc = float(F32(448.0) / F32(amax))
-            x_hat = sat(x * enc, E4M3, 448.0) / enc
-        else:
-            qmax = {"INT4": 7, "INT8": 127}[fmt]
-            enc = float(F32(qmax) / F32(amax))
-            x_hat = np.clip(np.rint(x * enc), -qmax - 1, qmax) / enc
-        errs[name] = np.linalg.norm(x_hat - x) / np.linalg.norm(x)
-    return min(errs, key=lambda k: errs[k])
-
 
 # -- conventions (lesson 22) ------------------------------------------------------------------------
 
@@ -473,16 +473,12 @@ def _te_worked_block_largest_code() -> int:
 
 ORACLES: dict[str, Callable[[], Any]] = {
     # 1 the arithmetic contract
-    "example:weight_memory.fp8_gb": lambda: weights_gb(Fraction(8)),
     "example:weight_memory.nvfp4_bits": lambda: float(4 + Fraction(8, 16)),
     "example:weight_memory.nvfp4_ratio": lambda: float(Fraction(16) / (4 + Fraction(8, 16))),
     "example:bin_3_3.value": lambda: cast1(3.3, E4M3),
     # 6 MXFP8 and NVFP4: three implementations of one block
     "example:nvfp4_three_conventions.te_largest_code": _te_worked_block_largest_code,
     # 2 range vs resolution
-    "example:fp16_vs_bf16.x_bf16": lambda: cast1(1.001, BF16),
-    "example:range_questions.e5m2_max": lambda: float(ml_dtypes.finfo(E5M2).max),
-    "example:bin_3_3.code": lambda: code8(3.3, E4M3),
     "example:e4m3fn_overflow_conventions.torch": lambda: torch_cast(465.0, "float8_e4m3fn"),
     "example:range_questions.closer_460": lambda: (
         "both give the same value" if sat(460.0, E4M3, 448.0)[()] == sat(460.0, E5M2, 57344.0)[()] else
@@ -492,47 +488,33 @@ ORACLES: dict[str, Callable[[], Any]] = {
         - np.array([0x7D], np.uint8).view(E4M3).astype(np.float64)[0]),
     # 3 absorption
     "example:absorption_bf16.outcome_small": lambda: "stays 1" if cast1(1.003, BF16) == 1.0 else "moves",
-    "example:absorption_bf16.fp16_threshold": lambda: (
-        2.0**-11 if (np.float16(1.0 + 2.0**-11) == 1 and np.float16(1.0 + 2.0**-11 + 2.0**-30) > 1)
-        else math.nan),  # float64 sums are exact here; one rounding to FP16
-    "example:softmax_threshold.fp32_d": lambda: softmax_threshold("FP32"),
     "example:softmax_threshold.bf16_grad_rewritten": bf16_rewritten_grad,
     # 4 moving the grid
     "example:scale_conventions.decode_scale": lambda: float(Fraction(7, 2) / 448),
     "example:scale_conventions.x_misread": lambda: cast1(1.0 * 128, E4M3) * 128,
     "example:scaled_bin_0_01.value": lambda: cast1(0.01 / 2.0**-7, E4M3) * 2.0**-7,
-    "example:te_scale_rule.delayed_zero": lambda: te_scale(0.0, 2.0),
     "example:scale_one_table.scale_one_shape": scale_one_curve_shape,
     # 5 scale grouping
     "example:grouping_table.e2m1_tensor_zero_bucket": lambda: (
         "all of them" if grouped_e2m1()["tensor"][1] == 1.0 else "not all"),
-    "example:grouping_table.e2m1_best_grouping": lambda: GROUP_NAMES[
-        min(grouped_e2m1().items(), key=lambda kv: kv[1][0])[0]],
-    "example:nvfp4_metadata.mx_bits": lambda: float(Fraction(8, 32)),
-    "example:nvfp4_metadata.stored_bits": lambda: float(Fraction(4096 * 4096 // 16 * 8, 4096 * 4096)),
     # 6 MXFP8 and NVFP4
     "example:mx_scale_rounding.floor_decoded": lambda: (
         float(sat(957.0 / 2.0 ** (math.floor(math.log2(957.0)) - 8), E4M3, 448.0)[()])
         * 2.0 ** (math.floor(math.log2(957.0)) - 8)),
-    "example:mx_scale_rounding.rceil_exponent": lambda: math.ceil(math.log2(957.0 / 448.0)),
-    "example:e8m0_ties.x1_ml_dtypes": lambda: cast1(3.0, E8M0),
     "example:block_views.nvfp4_bucket": nvfp4_transposed_bucket,
     # 7 when the scale is measured
     "example:te_scale_rule.max_encode_scale": lambda: te_scale(3.0, 1.0, margin=1),
     "example:spike_questions.clipped_bucket": spike_clip_bucket,
-    "example:spike_questions.coarse_steps": lambda: 16,  # a max history holds the spike for H steps
     # 8 three products
     "example:attention_three_probs.e2m1_output": lambda: float(dot(rounded_probs(E2M1))),
-    "example:attention_product.rounded_product": lambda: float(dot(
-        [Fraction(round(p * 4), 4) for p in P3])),  # Python's round: half to even
-    "example:accumulator_swamping.narrow_sum": lambda: 2**14,  # truncating 14 bits: 2^14 + 1 → 2^14
-    "example:accumulator_swamping.narrow_rel_error": lambda: float(1 - Fraction(2**14, 2**16)),
+    "example:hopper_ones.narrow_sum": gemm_lesson_oracles.hopper_ones_narrow,
+    "example:hopper_ones.narrow_rel_error": lambda: float(1 - Fraction(gemm_lesson_oracles.hopper_ones_narrow())
+                                                         / 2**16),
     # 9 sensitive paths
     "example:router_near_tie.top1_bf16": lambda: "tie" if cast1(3.0, BF16) == cast1(3.005, BF16) else "no tie",
     "example:bf16_bin_at_3.hi": lambda: (
         3.0 + 2.0**-7 if cast1(3.0 + 2.0**-7, BF16) == 3.0 and cast1(3.0 + 2.0**-7 + 2.0**-20, BF16) > 3.0
         else math.nan),
-    "example:router_near_tie.bf16_gap_at_3": lambda: 2.0 / 2**7,
     # 10 small updates
     "example:stalled_update.bf16_only_final": lambda: _bf16_walk(),
     "example:stalled_update.master_cast_bf16": lambda: cast1(float(_fp32_walk()), BF16),
@@ -547,7 +529,6 @@ ORACLES: dict[str, Callable[[], Any]] = {
     "example:loss_scaling.unscaled_fp32": lambda: float(F32(np.float16(1e-8 * 2.0**16)) / F32(2.0**16)),
     # 12 what a resume must restore
     "example:resume_history.steps_differ": lambda: sum(a != b for a, b in zip(*resume_scales())),
-    "example:resume_history.scale_whole_at_resume": lambda: resume_scales()[0][100],
     "example:sr_rerandomized.p_differ": lambda: float(2 * sr_p_up(0.3) * (1 - sr_p_up(0.3))),
     # 13 error through attention
     "example:attention_three_probs.e4m3fn_output": lambda: float(dot(rounded_probs(E4M3))),
@@ -559,44 +540,22 @@ ORACLES: dict[str, Callable[[], Any]] = {
     "example:attention_three_probs.e4m3fn_sr_var_output": lambda: float(sum(
         v * v * sr_variance(float(p)) for p, v in zip(P3, V3))),
     # 15 ties
-    "example:bf16_tie_flip.rounded_midpoint": lambda: cast1(1.0 + 2.0**-8, BF16),
     "example:bf16_tie_flip.odd_rounded_midpoint": lambda: cast1(1.0 + 3 * 2.0**-8, BF16),
     "example:tie_cases.odd_code": lambda: code8(1.1875, E4M3),
     # 16 activation checkpointing
     "example:checkpoint_primer.calls_per_layer": lambda: checkpoint_facts(False)["runs_per_layer"].pop(),
-    "example:checkpoint_primer.reentrant_forward_grad": lambda: (
-        "enabled" if checkpoint_facts(True)["first_grad"] else "disabled"),
-    "example:checkpoint_primer.default_variant": lambda: (
-        "non-reentrant" if checkpoint_facts(None)["first_grad"] else "reentrant"),
-    "example:checkpoint_primer.masks_equal_not_preserved": lambda: (
-        "the same mask" if checkpoint_facts(False, preserve=False)["masks_same"] else "a different mask"),
     # 17 the recompute lab
-    "example:lab_signatures.cab_comparison_flags": lambda: (
-        "yes" if any(raw_differ(LAB()["consume-after-advance"])) else "no"),
     "example:lab_signatures.recompute_mutates_commits_per_layer": lambda: 2,  # forward + recompute commit
     "example:lab_signatures.shared_state_foreign_share": lambda: shared_foreign_share(LAB()["shared-state"]),
-    "example:lab_signatures.snapshot_comparison_passes": lambda: (
-        "no" if any(raw_differ(LAB()["shared-state-snapshot"])) else "yes"),
-    "example:lab_signatures.larger_error": lambda: (
-        "stale-centre" if max(raw_differ(LAB()["stale-centre"])) > max(raw_differ(LAB()["recompute-mutates"]))
-        else "recompute-mutates"),
     "example:lab_signatures.gate_outcome": gate_outcome,
     # a bitwise comparison sees nothing (raw), the commit count is the design's one per layer and
     # step; what is left is the pairing check, the one the variant's specification names
-    "example:lab_signatures.cab_catching_check": lambda: (
-        "a check that each consumer reads the descale its codes were encoded with"
-        if not any(raw_differ(LAB()["consume-after-advance"])) else "a bitwise forward-vs-recompute comparison"),
     "example:lab_signatures.gate_failing_layer": lambda: 4 - 1,  # backward recomputes the last layer first
     "example:recompute_stale_scale.scale_ratio": lambda: float(Fraction(15, 10) / Fraction(12, 10)),
     # 18 the silent scale
     "example:silent_scale.wrong_restore_caught_by": lambda: "; ".join(SILENT()["wrong"]),
-    "example:silent_scale.reentrant_final_scale": lambda: SILENT()["frozen_scale"],
-    "example:scale_one_table.ratio_0_005_bucket": lambda: bucket(
-        TABLE()["0_005"][2], {"about the same": 1.0, "about 1.25 times": 1.25, "about 4 times": 4.0,
-                             "about 20 times": 20.0}),
     "example:scale_one_table.probe_value": lambda: cast1(0.005, E4M3),
     "example:silent_scale.silent_scale_caught_by": lambda: "; ".join(SILENT()["silent"]),
-    "example:silent_scale.exposed_recipes": lambda: _exposed(SILENT()["stateful"]),
     # 19 fake quantization and the STE
     "example:fake_quant_ste.value_2": lambda: fake_quant_torch(2.0)[0],
     "example:fake_quant_ste.value_0_6": lambda: fake_quant_torch(0.6)[0],
@@ -604,24 +563,32 @@ ORACLES: dict[str, Callable[[], Any]] = {
     "example:fake_quant_ste.grad_minus_1_9": lambda: fake_quant_torch(-1.9)[1],
     # 20 calibration
     "example:calibration_ranges.probe_value": lambda: float(np.clip(np.rint(0.001 / 0.003), -8, 7) * 0.003),
-    "example:calibration_ranges.int4_best": lambda: calibration_best("INT4"),
-    "example:calibration_ranges.e4m3fn_best": lambda: calibration_best("E4M3FN"),
     # 21 reading published recipes
-    "example:kv_cache_check.bits_per_element": lambda: float(4 + Fraction(8, 16)),
-    "example:kv_cache_check.vs_bf16": lambda: float(Fraction(16) / (4 + Fraction(8, 16))),
     "example:kv_cache_check.gib": lambda: float(Fraction(890 * 10**6, 2**30)),
-    "example:kv_cache_check.vs_one_gib": lambda: "less than 1 GiB" if 890 * 10**6 < 2**30 else "1 GiB or more",
-    "example:lab_samples.outlier_channels": lambda: lab_weight_outliers(),
     # 22 promoting a precision change
     "example:conventions_edges.e5m2_62000_triton": lambda: float(sat(62000.0, E5M2, 57344.0)[()]),
     "example:conventions_edges.first_nan_input": lambda: float(np.nextafter(F32(464.0), F32(np.inf))),
-    "example:conventions_edges.e8m0_zero_torch": lambda: torch_cast(0.0, "float8_e8m0fnu"),
-    "example:conventions_edges.e5m2_62000_torch": lambda: torch_cast(62000.0, "float8_e5m2"),
+    # transfer questions (issue 31): tests/transfer_oracles.py
+    **TRANSFER_ORACLES,
+    "example:lab_more.cab_flagged": lambda: "never" if not any(raw_differ(LAB()["consume-after-advance"]))
+        else "in some steps",
+    "example:lab_more.snapshot_flagged_by": lambda: snapshot_flagged_by(),
+    "example:lab_more.centre_bucket": lambda: bucket(
+        max(raw_differ(LAB()["stale-centre"])) / max(raw_differ(LAB()["recompute-mutates"])),
+        {"about the same": 1.0, "about 3 times larger": 3.0, "about 30 times larger": 30.0}),
+    "example:lab_more.six_foreign_share": lambda: six_layer_foreign_share(),
+    "example:sigma_0_01.ratio": lambda: float(np.mean([a / b for a, b in (
+        scale_one_ml_dtypes(0.01, seed, 2**18) for seed in (0, 1))])),
+    # 23 what the tensor core keeps (MMA-Sim; tests/gemm_lesson_oracles.py)
+    "example:positive_k4096.bucket": lambda: gemm_lesson_oracles.positive_k4096_bucket(
+        {"0.01 %": 1e-4, "0.1 %": 1e-3, "1 %": 1e-2, "7 %": 7e-2, "30 %": 0.3}),
+    "example:c_low_bits.d_text": gemm_lesson_oracles.c_low_bits_text,
+    "example:swamped_step.d": gemm_lesson_oracles.swamped_step,
+    "example:blackwell_step.d": gemm_lesson_oracles.blackwell_step,
+    "example:exact_interval.products": gemm_lesson_oracles.exact_interval,
+    **STATEFUL_ORACLES,  # lesson 26 (tests/stateful_oracles.py)
 }
 
-
-def _exposed(stateful: list[str]) -> str:
-    return f"{stateful[0]} only" if len(stateful) == 1 else ", ".join(stateful)
 
 
 def _bf16_walk() -> float:
@@ -660,8 +627,8 @@ def SILENT() -> dict[str, Any]:  # noqa: N802
 SIGMAS = {"1": 1.0, "0_03": 0.03, "0_02": 0.02, "0_005": 0.005}
 
 
-def scale_one_ml_dtypes(sigma: float, seed: int) -> tuple[float, float]:
-    x = (np.random.default_rng(seed).standard_normal(2**20) * sigma).astype(F32).astype(np.float64)
+def scale_one_ml_dtypes(sigma: float, seed: int, n: int = 2**20) -> tuple[float, float]:
+    x = (np.random.default_rng(seed).standard_normal(n) * sigma).astype(F32).astype(np.float64)
     enc = float(F32(448.0) / F32(np.max(np.abs(x))))
     one = np.linalg.norm(sat(x, E4M3, 448.0) - x) / np.linalg.norm(x)
     amax = np.linalg.norm(sat(x * enc, E4M3, 448.0) / enc - x) / np.linalg.norm(x)
@@ -706,6 +673,12 @@ def test_every_answer_has_an_oracle() -> None:
 @pytest.mark.parametrize("where, source, answer", ANSWERS, ids=[a[0] for a in ANSWERS])
 def test_answer_matches_its_oracle(where: str, source: str, answer: Any) -> None:
     expected = ORACLES[source]()
+    if answer.kind in ("order", "classify"):
+        assert isinstance(expected, list), (where, expected)
+        assert answer.value == " | ".join(expected), (where, answer.value, expected)
+        # and the page accepts the oracle's parts typed back
+        assert answer.check(" | ".join(expected)), where
+        return
     if answer.kind == "choice":
         if not isinstance(expected, str):  # a number: the one choice that reads as that number
             numeric = []
@@ -757,17 +730,25 @@ def test_scale_one_table_matches_the_seed_and_states_supported_digits() -> None:
 
 def test_oracles_can_fail() -> None:
     # a wrong answer is refused by the comparison the tests use
-    fake = next(a for _, s, a in ANSWERS if s == "example:bin_3_3.code")
-    assert int(fake.value) != code8(3.5, E4M3)
-    assert ORACLES["example:softmax_threshold.fp32_d"]() != 19  # the old sufficient-but-not-smallest d
+    fake = next(a for _, s, a in ANSWERS if s == "example:code_minus_27.code")
+    assert int(fake.value) != code8(-26.0, E4M3)  # the tie goes to −28, not to −26
+    assert ORACLES["example:softmax_more.fp16_four_d"]() != 7  # 7 is one short: e^-7 > 2^-11
     assert spike_clip_bucket() != "none"
+    # an order answer is refused in the shown order, a classification with one item moved
+    order = next(a for _, s, a in ANSWERS if s == "example:promotion_order.order")
+    assert not order.check(" | ".join(order.choices))
+    cls = next(a for _, s, a in ANSWERS if s == "example:path_sensitivity.classes")
+    parts = str(cls.value).split(" | ")
+    parts[0] = next(c for c in cls.categories if c != parts[0])
+    assert not cls.check(" | ".join(parts))
 
 
 def test_torch_examples_resolve_by_name_and_stay_out_of_the_default_listing() -> None:
     from lowprec import strictjson
     from lowprec.simulations.examples import EXAMPLES, TORCH_EXAMPLES, list_examples
 
-    assert set(TORCH_EXAMPLES) == {"checkpoint_primer", "lab_signatures", "silent_scale"}
+    assert set(TORCH_EXAMPLES) == {"checkpoint_primer", "lab_signatures", "silent_scale", "checkpoint_probes",
+                                   "lab_more", "defect_hunt", "telemetry_effective"}
     assert not set(TORCH_EXAMPLES) & set(EXAMPLES)
     assert {e.name for e in list_examples()} == set(EXAMPLES)
     for name in TORCH_EXAMPLES:

@@ -17,11 +17,8 @@ The exported page is written by `app/export.py` itself, with the probe lesson as
 
 from __future__ import annotations
 
-import socket
-import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,14 +26,12 @@ from urllib.parse import urlparse
 
 import pytest
 
-from tests.browser import CHROMIUM, CHROMIUM_ARGS, WatchedPage
+from tests.browser import CHROMIUM, WatchedPage
 from tests.lesson_fixture import write_lesson_folder
 
 pytestmark = pytest.mark.ui
 
 ROOT = Path(__file__).resolve().parents[1]
-
-import playwright.sync_api as playwright_api  # noqa: E402 - a test dependency (the test extra)
 
 if not Path(CHROMIUM).exists():
     pytest.skip(f"{CHROMIUM} is not installed", allow_module_level=True)
@@ -80,31 +75,12 @@ def course(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def server(course: Path) -> Iterator[str]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = int(s.getsockname()[1])
-    proc = subprocess.Popen([sys.executable, "-c", SERVE, str(course), str(port)], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    url = f"http://127.0.0.1:{port}"
+    """The probe lesson served alone (SERVE), through the one serve-and-wait helper."""
+    from lowprec.app.serving import serve_and_wait
 
-    def answers() -> bool:
-        if proc.poll() is not None:
-            raise AssertionError(f"server exited: {proc.stdout.read() if proc.stdout else ''}")
-        try:
-            with urllib.request.urlopen(url + "/lesson/probe", timeout=120) as resp:  # one at a time
-                return bool(resp.status == 200)
-        except OSError:
-            return False
-
-    try:
-        wait_until(answers, timeout=300, interval=0.3)  # a busy shared machine starts slowly
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+    with serve_and_wait([sys.executable, "-c", SERVE, str(course), "{port}"], ready_path="/lesson/probe",
+                        cwd=ROOT) as app:
+        yield app.url
 
 
 def export_for_test(course: Path, out: Path) -> Path:
@@ -123,14 +99,6 @@ def export_for_test(course: Path, out: Path) -> Path:
 @pytest.fixture(scope="module")
 def exported(course: Path, tmp_path_factory: pytest.TempPathFactory) -> str:
     return export_for_test(course, tmp_path_factory.mktemp("site")).as_uri()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with playwright_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
 
 
 class Lesson(WatchedPage):

@@ -36,10 +36,8 @@ from lowprec.app.commands import export_cmd
 from lowprec.config import fields_of
 from lowprec.formats.explain import ExplainConfig
 from lowprec.app.export import PAGE_LIMIT, SITE_LIMIT, ExportError, available_routes, export, page_file, site_size
-from tests.browser import CHROMIUM, COMPLETE_JS, READY_JS, WatchedPage, answer_every_prediction, check_site_page
-from tests.browser import CHROMIUM_ARGS as CHROMIUM_BASE_ARGS
+from tests.browser import COMPLETE_JS, READY_JS, WatchedPage, answer_every_prediction, check_site_page
 
-CHROMIUM_ARGS = CHROMIUM_BASE_ARGS + ["--allow-file-access-from-files"]
 ROOT = Path(__file__).resolve().parents[1]
 ROUTES = available_routes()
 
@@ -218,21 +216,87 @@ def test_cli_index_alias(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert "index.html" in out and "site:" in out
 
 
+def test_dir_may_follow_the_pages(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 33: `lowprec export --pages lesson/x DIR` took DIR as a page ("export needs DIR")."""
+    from lowprec.app.cli import main
+
+    lesson = LESSONS[0]
+    assert main(["export", "--pages", lesson, "index", str(tmp_path / "out"), "--quiet"]) == 0
+    assert (tmp_path / "out" / page_file(lesson)).is_file() and (tmp_path / "out" / "index.html").is_file()
+    assert main(["export", "--pages", "lesson/x.html", "--quiet"]) == 2  # a folder named like no route
+    assert "export needs DIR" not in capsys.readouterr().err
+
+
+#: an exported page's links to other pages, in whichever escaping they sit (the page itself, or the
+#: HTML of a Markdown pane inside the embedded document, escaped once or twice)
+_PAGE_LINK = re.compile(r'href=(?:"|\\"|&quot;|&amp;quot;)([^"\\&#]*?\.html)')
+
+
+def test_a_partial_export_links_only_to_pages_it_wrote(tmp_path: Path) -> None:
+    """Issue 33: `export DIR --pages X` wrote links (the course map, the lesson's prose, the pager)
+    to pages it did not write. Every link to another page of the site resolves to a written file,
+    and the links that would not are left as text."""
+    out = tmp_path / "site"
+    routes = [LESSONS[1], "widget/BinExplorer"]
+    export(out, routes)
+    for route in routes:
+        path = out / page_file(route)
+        html = path.read_text(encoding="utf-8")
+        targets = _PAGE_LINK.findall(html)
+        assert targets, route
+        for target in targets:
+            if ":" not in target:  # another site's page is not ours to check
+                assert (path.parent / target).resolve().is_file(), (route, target)
+        assert "data-unexported=" in html  # the course map still names the other lessons, as text
+    lesson_html = (out / page_file(LESSONS[1])).read_text(encoding="utf-8")
+    assert 'href="../widget/BinExplorer.html"' in lesson_html  # the page it wrote stays linked
+
+
+def test_an_exported_recipe_lab_says_what_needs_the_server(tmp_path: Path) -> None:
+    """Issue 33, F9: the exported RecipeLab showed a drop zone that did nothing; it now says that
+    uploading needs the server (or `lowprec analyze`) and shows no drop zone."""
+    out = tmp_path / "site"
+    export(out, ["widget/RecipeLab"])
+    html = (out / page_file("widget/RecipeLab")).read_text(encoding="utf-8")
+    assert "Uploading a file needs the server" in html and "lowprec analyze PATH" in html
+    assert "Upload a file of at most" not in html
+    docs = json.loads(re.search(r'<script type="application/json" id="[^"]+">(.*?)</script>', html, re.S).group(1))
+    droppers = [r for d in docs.values() for r in _models(d) if r.get("type") == "object"
+                and r.get("name", "").endswith("FileDropper")]
+    assert droppers and all(r["attributes"].get("visible") is False for r in droppers)
+
+
+def _models(node: Any) -> Iterator[dict[str, Any]]:
+    """Every model record of a Bokeh document's JSON, wherever it is nested."""
+    if isinstance(node, dict):
+        if "attributes" in node and "name" in node:
+            yield node
+        for value in node.values():
+            yield from _models(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _models(value)
+
+
+def test_unlink_missing_pages_on_every_escaping(tmp_path: Path) -> None:
+    from lowprec.app.export import unlink_missing_pages
+
+    (tmp_path / "lesson").mkdir()
+    (tmp_path / "lesson" / "a.html").write_text("x")
+    page = ('<a href="../lesson/a.html">a</a> <a href="../lesson/b.html#x">b</a> '
+            '&lt;a href=&quot;b.html&quot;&gt; &amp;lt;a href=&amp;quot;../glossary.html#t&amp;quot;&amp;gt; '
+            '<a href=\\"../index.html\\">i</a> <a href="https://example.org/x.html">e</a> <a href="#top">t</a> '
+            '<link href="../_static/x.css">')
+    assert unlink_missing_pages(page, "lesson/a.html", tmp_path) == (
+        '<a href="../lesson/a.html">a</a> <a data-unexported="../lesson/b.html#x">b</a> '
+        '&lt;a data-unexported=&quot;b.html&quot;&gt; &amp;lt;a data-unexported=&amp;quot;../glossary.html#t&amp;quot;&amp;gt; '
+        '<a data-unexported=\\"../index.html\\">i</a> <a href="https://example.org/x.html">e</a> <a href="#top">t</a> '
+        '<link href="../_static/x.css">')
+
+
 # ------------------------------------------------------------------------------------------------
 # browser: open from disk, network blocked
 # ------------------------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    import playwright.sync_api as api
-
-    if not os.path.exists(CHROMIUM):
-        pytest.skip(f"{CHROMIUM} is not installed")
-    with api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
 
 
 class Offline(WatchedPage):
@@ -270,7 +334,10 @@ def _check_exported_page(site: Path, browser: Any, route: str) -> None:
     w = Offline(browser)
     w.open(site / page_file(route))
     index = LESSONS.index(route) if route in LESSONS else None
-    lesson_urls = [(site / page_file(r)).resolve().as_uri() for r in LESSONS]
+    # a partial export links only to the pages it wrote (issue 33): a lesson it did not write is
+    # no previous/next link ('')
+    lesson_urls = [(site / page_file(r)).resolve().as_uri() if (site / page_file(r)).is_file() else ""
+                   for r in LESSONS]
     problems = check_site_page(w.page, index, lesson_urls)
     assert problems == [], problems
     w.check_clean()

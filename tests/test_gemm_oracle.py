@@ -157,3 +157,24 @@ def test_readable_dot_matches_mmasim(arch: str, name: str) -> None:
             t = scalar.dot(a[i], b[:, j], float(c[i, j]), arch=arch, instruction=name,
                            scale_a=None if sa is None else sa[i], scale_b=None if sb is None else sb[:, j])
             assert t.d_bits == int(want[i, j]), (case, i, j, hex(t.d_bits), hex(int(want[i, j])))
+
+
+def test_a_cancelling_fp4_group_still_sets_the_window() -> None:
+    """GST-FDPA: a group of 16 FP4 products that sums to 0 is no zero term — its scale product's
+    exponent (2^8 · 2^8) enters the largest-exponent search, so C = 1 + 2^-20 loses 2^-20 (F = 35
+    bits below 2^16 end at 2^-19); a group of zero products would leave C whole."""
+    name = "tcgen05.mma.m128n8k64.kind::mxf4nvf4.block16.f32.e2m1.e2m1.ue4m3"
+    a, b = np.zeros((128, 64)), np.zeros((64, 8))
+    a[:, 0] = a[:, 1] = 1.0
+    b[0, :], b[1, :] = 1.0, -1.0  # group 0: 1 − 1 = 0 from two non-zero products
+    sa, sb = np.ones((128, 4)), np.ones((4, 8))
+    sa[:, 0], sb[0, :] = 256.0, 256.0
+    c = np.full((128, 8), 1 + 2.0 ** -20)
+    want = mmasim_mma("blackwell", name, a, b, c, sa, sb)
+    got = ours_bits(gemm.mma(a, b, c, arch="blackwell", instruction=name, scale_a=sa, scale_b=sb))
+    assert np.array_equal(got, want) and np.all(want == np.float32(1.0).view(np.uint32))
+    b[1, :] = 0.0
+    a[:, 0] = 0.0  # now every product of group 0 is zero: C keeps its low bit
+    d = gemm.mma(a, b, c, arch="blackwell", instruction=name, scale_a=sa, scale_b=sb)
+    assert np.all(d == np.float32(1 + 2.0 ** -20))
+    assert np.array_equal(ours_bits(d), mmasim_mma("blackwell", name, a, b, c, sa, sb))

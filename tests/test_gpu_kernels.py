@@ -320,7 +320,7 @@ def test_device_script_dry_run_runs_every_step(dry_run: tuple[Path, str]) -> Non
     assert os.access(DEVICE_SCRIPT, os.X_OK)
     summary = (out / "summary.txt").read_text().splitlines()
     assert [line.split(":")[0] for line in summary[:-1]] == [
-        "report triton-interpret", "report torch", "gpu tests", "benchmarks"]
+        "report triton-interpret", "report torch", "gpu tests", "gemm checks", "benchmarks"]
     assert all(": ok (" in line for line in summary[:-1]) and summary[-1].endswith("exit 0")
     assert "dry run on CPU" in (out / "environment.txt").read_text()
     tests_log = (out / "gpu_tests.txt").read_text()
@@ -329,6 +329,14 @@ def test_device_script_dry_run_runs_every_step(dry_run: tuple[Path, str]) -> Non
     torch_report = crosscheck.load_report(out / "torch.json")
     assert torch_report["ok"] and crosscheck.replay_problems(torch_report) == []
     assert "== summary" in stdout
+
+
+def test_device_script_dry_run_writes_the_gemm_report(dry_run: tuple[Path, str]) -> None:
+    out, stdout = dry_run
+    report = json.loads((out / "gemm_checks.json").read_text())
+    assert report["kind"] == "gemm" and report["oracle"] is False and report["ok"] is True
+    assert any(c.get("setting") == "scaled_mm fast_accum=False" and "matches" in c for c in report["checks"])
+    assert "gemm checks: ok" in (out / "gemm_checks.log").read_text()
 
 
 def test_interpreter_report_records_its_deviations(
@@ -394,12 +402,12 @@ def test_device_script_dry_run_budget_and_step_cap(tmp_path: Path) -> None:
     r = _device_script(tmp_path / "spent", "--dry-run", LOWPREC_DEVICE_BUDGET_S="3")
     assert r.returncode == 1, r.stdout + r.stderr
     summary = (tmp_path / "spent" / "summary.txt").read_text()
-    assert summary.count("skipped (budget of 3 s spent)") == 4
+    assert summary.count("skipped (budget of 3 s spent)") == 5
     # a step over its cap is killed, reported, and the next steps still run
     r = _device_script(tmp_path / "slow", "--dry-run", LOWPREC_DEVICE_STEP_CAP_S="1")
     assert r.returncode == 1, r.stdout + r.stderr
     lines = (tmp_path / "slow" / "summary.txt").read_text().splitlines()
-    assert lines[0].startswith("report triton-interpret: TIMED OUT") and len(lines) == 5
+    assert lines[0].startswith("report triton-interpret: TIMED OUT") and len(lines) == 6
 
 
 # ------------------------------------------------------------------------------------------------

@@ -587,15 +587,17 @@ def test_attention_rounding_marks_follow_the_rounding_mode() -> None:
 
 
 def test_server_preloads_the_simulations_its_widgets_run_in_workers_and_no_torch() -> None:
-    """The four simulation widgets that compute nothing of their own run in worker processes; the
-    recompute lab (torch, its own _compute) stays on a thread, so workers never import torch."""
+    """The simulation widgets that compute nothing of their own (the Accumulator's gemm study and
+    WhoseAmax among them) run in worker processes; the recompute lab (torch, its own _compute) stays
+    on a thread, so workers never import torch."""
     import subprocess
     import sys
 
     from lowprec.app.server import worker_modules
 
     modules = worker_modules()
-    assert modules == tuple(f"lowprec.simulations.{n}" for n in ("attention", "blocks", "grouping", "spike"))
+    assert modules == tuple(f"lowprec.simulations.{n}" for n in ("attention", "blocks", "gemm", "grouping", "spike",
+                                                                  "stateful"))
     code = (f"import importlib, sys\nfor m in {list(modules)!r}: importlib.import_module(m)\n"
             "print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

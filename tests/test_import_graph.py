@@ -42,7 +42,9 @@ THIRD_PARTY_ONLY_IN: dict[str, tuple[str, ...]] = {
     "triton": ("lowprec.gpu.",),
     # examples_course: the checkpointing primer and the seed-001 lesson run torch.utils.checkpoint
     # lab.torch_reader: a PyTorch state dict is read with torch.load(weights_only=True)
+    # examples_transfer: the course's checkpointing probes run torch.utils.checkpoint (issue 31)
     "torch": ("lowprec.simulations.recompute_harness", "lowprec.simulations.examples_course",
+              "lowprec.simulations.examples_transfer",
               "lowprec.simulations.lab.torch_reader", "lowprec.gpu.", "lowprec.benchmarks."),
 }
 #: cycles tolerated for now (none: keep it that way)

@@ -43,6 +43,9 @@ CASES: dict[str, list[str]] = {
     "simulate attention": ["--seq", "8", "--head-dim", "4", "--trials", "4", "--quiet"],
     "simulate recompute": ["--layers", "2", "--steps", "2", "--width", "8", "--batch", "4", "--quiet"],
     "simulate hadamard": ["--rows", "4", "--cols", "32", "--quiet"],
+    "simulate gemm": ["--k-max", "64", "--rows", "2", "--cols", "2", "--no-table", "--quiet"],
+    "simulate stateful": ["--variant", "dist-local-amax", "--steps", "3", "--microbatches", "2", "--ranks", "2",
+                          "--rows", "8", "--width", "4", "--spike-step", "1", "--overflow", "nonfinite", "--quiet"],
 }
 #: commands whose --json takes no file (a flag: the JSON goes to stdout)
 EXTRA_RUNS: dict[str, list[str]] = {"formats table": ["formats", "table", "E5M2", "--json"]}
@@ -107,6 +110,8 @@ def test_json_output_is_strict(path: str, tmp_path: Path, capsys: pytest.Capture
         assert data[0]["rel_error"] == "inf" and data[1]["rel_error"] == "nan" and data[3]["rel_error"] == 0.0
     if path == "analyze":
         assert data["tensors"][0]["results"][0]["sqnr_db"] == "inf"  # the exact BF16 cast
+    if path == "simulate stateful":  # the spike overflows to NaN: a non-finite loss, a skipped step
+        assert data["steps"][1]["loss"] == "nan" and data["totals"]["optimizer_steps_skipped"] >= 1
     if path == "formats":
         from lowprec.formats import format_names
 

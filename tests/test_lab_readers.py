@@ -78,7 +78,7 @@ def test_npy_skips_with_reasons(tmp_path: Path) -> None:
     inv = scan([str(tmp_path / n) for n in ("ints.npy", "obj.npy", "bf16.npy")])
     assert inv.tensors == []
     reasons = [s.reason for s in inv.skipped]
-    assert reasons[0].startswith("integer dtype int64")
+    assert reasons[0] == "dtype INT64 (the lab analyses BF16, FP16, FP32, FP64)"  # one spelling (issue 33)
     assert reasons[1].startswith("object array (pickled Python objects are never loaded)")
     assert reasons[2].startswith("raw 2-byte void dtype '|V2'")
 
@@ -90,7 +90,7 @@ def test_npz_members_and_skips(tmp_path: Path) -> None:
     refs = by_name(inv)
     assert set(refs) == {"weight"} and refs["weight"].dtype == "FP64"
     np.testing.assert_array_equal(bits(read_all(refs["weight"])), bits(x))
-    assert {s.name: s.reason.split(" ")[0] for s in inv.skipped} == {"step": "integer", "mask": "boolean"}
+    assert {s.name: s.reason.split(" (")[0] for s in inv.skipped} == {"step": "dtype INT32", "mask": "dtype BOOL"}
 
 
 def _shard(path: Path, tensors: dict[str, Any]) -> None:
@@ -117,7 +117,7 @@ def test_sharded_safetensors_pair_index_and_glob(tmp_path: Path) -> None:
         refs = by_name(inv)
         assert set(refs) == {"layers.0.w", "layers.1.w", "norm"}
         assert [(s.name, s.reason) for s in inv.skipped] == [
-            ("layers.0.ids", "dtype I64 (the lab analyses BF16, FP16, FP32, FP64)")]
+            ("layers.0.ids", "dtype INT64 (the lab analyses BF16, FP16, FP32, FP64)")]
     assert refs["layers.1.w"].dtype == "BF16" and refs["norm"].dtype == "FP16"
     np.testing.assert_array_equal(bits(read_all(refs["layers.0.w"])), bits(a.numpy()))
     # BF16 widened exactly: the float32 bits are the bfloat16 bits followed by 16 zeros
@@ -147,8 +147,8 @@ def test_state_dict_nested_non_tensor_and_bf16(tmp_path: Path) -> None:
     assert refs["model.layer.weight"].dtype == "BF16" and refs["model.layer.weight"].shape == (4, 8)
     skipped = {s.name: s.reason for s in inv.skipped}
     assert skipped == {"step": "not a tensor (int)", "name": "not a tensor (str)", "lr.0": "not a tensor (float)",
-                       "counts": "dtype int64 (the lab analyses BF16, FP16, FP32, FP64)",
-                       "fp8": "dtype float8_e4m3fn (the lab analyses BF16, FP16, FP32, FP64)"}
+                       "counts": "dtype INT64 (the lab analyses BF16, FP16, FP32, FP64)",
+                       "fp8": "dtype E4M3FN (the lab analyses BF16, FP16, FP32, FP64)"}
     got = read_all(refs["model.layer.weight"])
     np.testing.assert_array_equal(bits(got), w.view(torch.int16).numpy().view(np.uint16).astype(np.uint32) << 16)
     np.testing.assert_array_equal(read_all(refs["lr.1"]), [2.0, 3.0])

@@ -49,7 +49,7 @@ def test_json_shape_and_csv(checkpoint: Path, tmp_path: Path, capsys: pytest.Cap
     rc = main(["analyze", str(checkpoint / "m-*.safetensors"), "--json", str(out_json), "--csv", str(out_csv)])
     assert rc == 0
     summary = capsys.readouterr().out
-    assert "2 file(s): 3 tensor(s) analysed, 1 skipped" in summary and "skipped ids: dtype I64" in summary
+    assert "2 file(s): 3 tensor(s) analysed, 1 skipped" in summary and "skipped ids: dtype INT64" in summary
     text = out_json.read_text()
     data = strictjson.loads(text)  # the strict parser: no NaN / Infinity tokens
     json.loads(text, parse_constant=lambda c: pytest.fail(f"non-standard JSON constant {c}"))
@@ -67,7 +67,7 @@ def test_json_shape_and_csv(checkpoint: Path, tmp_path: Path, capsys: pytest.Cap
     mx = next(r for r in g["results"] if r["recipe"] == "mxfp4")
     assert mx["skipped"] == "blocks of 32 do not divide the last axis (48)" and mx["rms_rel_err"] is None
     assert data["skipped"] == [{"file": str(checkpoint / "m-1.safetensors"), "name": "ids", "shape": [10],
-                                "dtype": "I64", "reason": "dtype I64 (the lab analyses BF16, FP16, FP32, FP64)"}]
+                                "dtype": "INT64", "reason": "dtype INT64 (the lab analyses BF16, FP16, FP32, FP64)"}]
     rows = list(csv.DictReader(io.StringIO(out_csv.read_text())))
     assert len(rows) == 3 * len(DEFAULT_RECIPES)
     first = rows[0]

@@ -189,7 +189,7 @@ def test_widget_table_matches_the_shared_contract() -> None:
     # the widget names every lesson directive may use (the list agreed with the app helpers)
     assert set(WIDGET_PARAMS) == {
         "BinExplorer", "BinChallenge", "Conventions", "DelayedSpike", "AttentionRounding",
-        "RecomputeDivergence", "ScaleGrouping", "BlockFormats", "RecipeLab",
+        "RecomputeDivergence", "ScaleGrouping", "BlockFormats", "RecipeLab", "Accumulator", "WhoseAmax",
     }
 
 

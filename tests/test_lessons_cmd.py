@@ -43,7 +43,8 @@ def test_json_lists_goal_predictions_and_exercises_with_computed_answers(tmp_pat
     torch_465 = float(torch.tensor([465.0]).to(torch.float8_e4m3fn).float()[0])
     assert torch_465 == 448.0
     assert pred == {"id": "overflow-torch", "question": "What does 465 become in E4M3FN under torch?",
-                    "kind": "choice", "unlocks": "Conventions",
+                    "kind": "choice", "unlocks": "Conventions", "options": 3,
+                    "context": "Intro text.\n\nWhat does 465 become in E4M3FN under torch?\n",
                     "answer": {"kind": "choice", "value": "448", "text": "448", "choices": ["448", "NaN", "480"],
                                "source": "example:e4m3fn_overflow_conventions.torch"}}
     code, number = lesson["exercises"]

@@ -18,11 +18,9 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import sysconfig
-import time
 import tomllib
 import urllib.request
 import zipfile
@@ -151,36 +149,16 @@ def test_serve_lists_every_lesson(installed: dict[str, Path]) -> None:
     for slug, title in titles.items():
         assert f"\n/lesson/{slug}\t{title} · lowprec\n" in r.stdout
     # and the running server serves each of them (the page title names the lesson)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen([lowprec_bin, "serve", "--no-show", "--port", str(port)],
-                            cwd=installed["cwd"], env=_env(), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=30) as resp:
-                    assert resp.status == 200
-                break
-            except OSError:
-                err = proc.stderr.read() if proc.poll() is not None and proc.stderr else ""
-                assert proc.poll() is None and time.monotonic() < deadline, f"no server: {err}"
-                time.sleep(0.5)
+    from lowprec.app.serving import serve_and_wait
+
+    with serve_and_wait([lowprec_bin, "serve", "--no-show", "--port", "{port}"], cwd=installed["cwd"], env=_env(),
+                        timeout_s=90) as app:
+        # 180 s a page: the first pages share two cores with the server's start-up warm-up (worker
+        # processes importing the simulations, the recompute warm-up) and the other test worker
         for slug, title in titles.items():
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/lesson/{slug}", timeout=60) as resp:
+            with urllib.request.urlopen(f"{app.url}/lesson/{slug}", timeout=180) as resp:
                 html = resp.read().decode("utf-8")
             assert resp.status == 200 and f"<title>{title} · lowprec</title>" in html, slug
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=15)
-        if proc.stderr:
-            proc.stderr.close()
 
 
 def test_installed_import_graph(installed: dict[str, Path]) -> None:

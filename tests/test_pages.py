@@ -148,16 +148,67 @@ def test_serve_rejects_bad_port() -> None:
         serve(port=70000, show=False, start=False)
 
 
+@pytest.mark.parametrize("prefix", ["", "BinExplorer.", "BinExplorer2."])
 @pytest.mark.parametrize("text", ["3.3", "-0", "1e-3", "448", "nan", "-inf"])
-def test_url_text_values_arrive_as_typed(text: str) -> None:
+def test_url_text_values_arrive_as_typed(text: str, prefix: str) -> None:
+    """A lesson page prefixes the names (`BinExplorer.value=-0`); the raw text is looked up under
+    the prefixed name, so -0 keeps its sign there too (issue 33: the retry looked the bare name
+    up, and -0 arrived as 0)."""
     from urllib.parse import quote
 
     from lowprec.app.widgets import BinExplorer
 
     w = BinExplorer()
-    loc = Location(search=f"?value={quote(text)}")
-    pages.sync_url([pages.PlacedWidget("BinExplorer", w, "")], location=loc)
+    loc = Location(search=f"?{prefix}value={quote(text)}")
+    pages.sync_url([pages.PlacedWidget("BinExplorer", w, prefix)], location=loc)
     assert w.value == text and w.error == "" and not w._alert.visible
+    if text == "-0":
+        assert w.view.main.bits[0] == "1" and w.view.main.value == 0  # the sign bit of -0
+
+
+@pytest.mark.parametrize("query, shown", [
+    ("?value=[1", "Invalid input: cannot read '[1' as a number"),
+    ("?value={", "Invalid input: cannot read '{' as a number"),
+    ("?format=[E5M2]", "Invalid URL parameters: format='[E5M2]'"),
+    ("?format=[&value=7", "Invalid URL parameters: format='['"),
+])
+def test_a_url_value_panel_cannot_parse_gets_a_message(query: str, shown: str) -> None:
+    """Issue 33: Panel reads a value starting with `[` or `{` as JSON and, when that fails, ignores
+    the parameter with a log line only; the page now hands the text to the widget, which says what
+    is wrong with it, and the other parameters still apply."""
+    import re
+
+    from lowprec.app.widgets import BinExplorer
+
+    w = BinExplorer()
+    pages.sync_url([pages.PlacedWidget("BinExplorer", w, "")], location=Location(search=query))
+    assert w._alert.visible
+    assert re.sub(r"\\(.)", r"\1", str(w._alert.object)).startswith(shown)
+    if "value=7" in query:
+        assert w.value == "7" and w.format == "E4M3FN"
+
+
+def test_query_values_up_to_the_limit_are_read_and_the_rest_stay_escaped() -> None:
+    """Issue 33: a value of exactly MAX_QUERY_VALUE characters is within the limit ("at most"), one
+    more is dropped; dropping it rebuilds the query escaped, so an `&` inside another value stays in
+    that value and injects no parameter."""
+    from urllib.parse import parse_qs, quote
+
+    limit = pages.MAX_QUERY_VALUE
+    at = "0." + "0" * (limit - 3) + "1"
+    assert len(at) == limit
+    loc = Location(search=f"?value={at}&format=E5M2")
+    assert pages._drop_oversized_query_values(loc) == {}
+    over = at + "5"
+    other = "E5M2&convention=torch"
+    loc = Location(search=f"?value={over}&compare_format={quote(other)}&format=E5M2")
+    assert pages._drop_oversized_query_values(loc) == {"value": limit + 1}
+    assert parse_qs(str(loc.search).lstrip("?")) == {"compare_format": [other], "format": ["E5M2"]}
+    from lowprec.app.widgets import BinExplorer
+
+    w = BinExplorer()
+    pages.sync_url([pages.PlacedWidget("BinExplorer", w, "")], location=Location(search=f"?value={at}"))
+    assert w.value == at and "characters long" not in str(w._alert.object)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -416,3 +467,34 @@ def test_a_spare_is_built_outside_any_session(monkeypatch: pytest.MonkeyPatch) -
 
     asyncio.run(in_session())
     assert spares.built == 1 and seen == [None]
+
+
+def test_the_start_page_explorer_gives_away_no_prediction() -> None:
+    """Issue 33: the start page's explorer opened on 3.3 → 0x45 = 3.25, the answer to lesson 1's
+    first prediction. The value it opens on is none a prediction names in its question or sets in
+    the widget that reveals its answer, and it is a value the format must round."""
+    import re
+
+    from lowprec import formats
+    from lowprec.app.lessons import PredictionBlock
+
+    value = pages.LANDING_PARAMS["value"]
+    page = pages.landing_page(sync=False)
+    explorer = page.placed[0].widget
+    assert explorer.value == value and explorer.view.main.value != float(value)  # it rounds: something to see
+    assert float(formats.quantize(float(value), explorer.format)) == explorer.view.main.value
+    asked: set[float] = set()
+    for lesson in load_lessons():
+        blocks = render_blocks(lesson)
+        for i, block in enumerate(blocks):
+            if not isinstance(block, PredictionBlock):
+                continue
+            asked |= {float(x) for x in re.findall(r"(?<![\w.])-?\d+(?:\.\d+)?(?:e-?\d+)?", block.question)}
+            after = next((b for b in blocks[i + 1:] if isinstance(b, WidgetDirective)), None)
+            if after is not None and "value" in after.params:
+                try:
+                    asked.add(float(after.params["value"]))
+                except ValueError:
+                    pass
+    assert 3.3 in asked  # the check sees lesson 1's prediction
+    assert float(value) not in asked

@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from tests.test_ui import Watched, browser, server, wait_until  # noqa: F401  (fixtures)
+from tests.test_ui import Watched, wait_until
 
 pytestmark = pytest.mark.ui
 
 
-def test_recompute_variant_control_replots_and_url_follows(server: str, browser: Any) -> None:  # noqa: F811
+def test_recompute_variant_control_replots_and_url_follows(server: str, browser: Any) -> None:
     from lowprec.simulations.recompute import run_recompute
 
     expected = [int(c) for c in run_recompute("recompute-mutates").state_commits]
@@ -33,7 +33,7 @@ def test_recompute_variant_control_replots_and_url_follows(server: str, browser:
     w.page.close()
 
 
-def test_recompute_url_sets_any_knob_and_refuses_out_of_range(server: str, browser: Any) -> None:  # noqa: F811
+def test_recompute_url_sets_any_knob_and_refuses_out_of_range(server: str, browser: Any) -> None:
     from lowprec.app.plots.recompute import recompute_sources
     from lowprec.simulations.recompute import run_recompute
 

@@ -1,8 +1,9 @@
 """Browser tests: the served app in Debian's headless Chromium through Playwright.
 
-One server (`lowprec serve --no-show`) on a free port for the whole module; every request the page
-makes is intercepted and any host other than the server fails the test. Every page is opened and
-checked for console errors, page errors and traceback text; the bin explorer's controls are driven
+One server (`lowprec serve --no-show`, the `server` fixture of tests/conftest.py) for the whole
+module; every request the page makes is intercepted and any host other than the server fails the
+test (the `browser` fixture's offline check, and `Watched`'s own: this server only). Every page is
+opened and checked for console errors, page errors and traceback text; the bin explorer's controls are driven
 and the plotted data (read from the page's Bokeh document) must change; garbage in the value box
 must show the "Invalid" message and leave the page working; the URL query must reproduce a view.
 """
@@ -11,12 +12,8 @@ from __future__ import annotations
 
 import os
 import re
-import socket
-import subprocess
-import sys
 import time
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -25,7 +22,6 @@ import pytest
 
 from tests.browser import (
     CHROMIUM,
-    CHROMIUM_ARGS,
     COMPLETE_JS,
     READY_JS,
     WatchedPage,
@@ -43,12 +39,6 @@ if not os.path.exists(CHROMIUM):
     pytest.skip(f"{CHROMIUM} is not installed", allow_module_level=True)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def wait_until(condition: Any, timeout: float = 20.0, interval: float = 0.1) -> Any:
     end = time.monotonic() + timeout
     while True:
@@ -58,44 +48,6 @@ def wait_until(condition: Any, timeout: float = 20.0, interval: float = 0.1) -> 
         if time.monotonic() > end:
             raise AssertionError(f"condition not met within {timeout} s")
         time.sleep(interval)
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[str]:
-    port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "lowprec.app.cli", "serve", "--no-show", "--port", str(port)],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-
-    def answers() -> bool:
-        if proc.poll() is not None:
-            raise AssertionError(f"server exited: {proc.stdout.read() if proc.stdout else ''}")
-        try:
-            # one request at a time, waited for: a timed-out request leaves its session building
-            with urllib.request.urlopen(url + "/", timeout=120) as resp:
-                return bool(resp.status == 200)
-        except OSError:
-            return False
-
-    try:
-        wait_until(answers, timeout=300, interval=0.3)  # a busy shared machine starts slowly
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with playwright_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
 
 
 class Watched(WatchedPage):
@@ -403,11 +355,14 @@ def test_theme_toggle_recolours_plots_and_is_remembered(server: str, browser: An
     w.page.get_by_role("button", name="Dark theme").click()
     wait_until(lambda: set(w.page.evaluate(backgrounds)) == {dark})
     assert w.page.evaluate("() => document.documentElement.dataset.theme") == "dark"
-    assert w.page.get_by_role("button", name="Dark theme").get_attribute("aria-pressed") == "true"
+    # the button now names the theme a click gives (issue 33: its text never changed)
+    assert w.page.get_by_role("button", name="Light theme").count() == 1
+    assert w.page.get_by_role("button", name="Dark theme").count() == 0
     w.open(f"{server}/widget/DelayedSpike")  # remembered across pages and reloads
     wait_until(lambda: set(w.page.evaluate(backgrounds)) == {dark})
-    w.page.get_by_role("button", name="Dark theme").click()
+    w.page.get_by_role("button", name="Light theme").click()
     wait_until(lambda: set(w.page.evaluate(backgrounds)) == {light})
+    assert w.page.get_by_role("button", name="Dark theme").count() == 1
     w.check_clean()
     w.page.close()
 
@@ -513,5 +468,61 @@ def test_bin_explorer_lists_the_registry_and_hands_over_p3109(server: str, brows
     want = int(F.encode([60000.0], "p3109_k8p3se", F.policy_for("p3109", "p3109_k8p3se"))[0])
     wait_until(lambda: any(r.startswith(f"p3109_k8p3se|0x{want:02X}|") for r in w.table_rows()))
     w.page.get_by_text("ml_dtypes provides no p3109_k8p3se cast").first.wait_for(timeout=10000)
+    w.check_clean()
+    w.page.close()
+
+
+#: JavaScript: the table cells (through every shadow root) whose text does not fit their box
+CUT_CELLS = """() => { const cut = []; const walk = (root) => { for (const el of root.querySelectorAll('*')) {
+    if (el.classList && el.classList.contains('slick-cell') && el.textContent.trim()
+        && el.scrollWidth > el.clientWidth + 1) cut.push(el.textContent.trim());
+    if (el.shadowRoot) walk(el.shadowRoot); } }; walk(document); return cut; }"""
+
+
+@pytest.mark.parametrize("width", [1400, 390])
+def test_bin_explorer_says_invalid_input_next_to_the_box_and_marks_the_stale_view(
+        server: str, browser: Any, width: int) -> None:
+    """Issue 33, F7: the message sits under the value box, on screen, and the bits, numbers and
+    plots say they are the last valid value's until the input is valid again."""
+    w = Watched(browser, server)
+    w.page.set_viewport_size({"width": width, "height": 900})
+    w.open(f"{server}/widget/BinExplorer?value=465")
+    box = w.page.get_by_placeholder("3.3, 1e-3, -0, inf, nan, 0x1.8p3")
+    box.scroll_into_view_if_needed()
+    box.fill("12.5.7")
+    box.press("Enter")
+    alert = w.page.get_by_text("Invalid input:").first
+    alert.wait_for(timeout=30000)
+    stale = w.page.locator("p", has_text="Not updated:").first
+    stale.wait_for(timeout=30000)
+    a, b = alert.bounding_box(), box.bounding_box()
+    assert a is not None and b is not None
+    assert 0 <= a["y"] - b["y"] <= 160, (a, b)  # right under the box it is about
+    assert a["y"] + a["height"] <= 900, a  # on screen without scrolling
+    assert "465" in stale.inner_text()
+    box.fill("3.5")
+    box.press("Enter")
+    wait_until(lambda: not stale.is_visible() and not alert.is_visible(), timeout=30)
+    w.check_clean()
+    w.page.close()
+
+
+@pytest.mark.parametrize("route", ["widget/BinExplorer", "widget/RecipeLab"])
+def test_tables_keep_whole_cells_at_phone_width(server: str, browser: Any, route: str) -> None:
+    """Issue 33, F8: at 390 px the tables scroll sideways inside their box instead of cutting cells
+    ("0100010", "subnorm", "mlp.u"); the page itself does not scroll sideways; the lab's errors
+    carry no sign."""
+    from tests.browser import sideways_px
+
+    w = Watched(browser, server)
+    w.page.set_viewport_size({"width": 390, "height": 900})
+    w.open(f"{server}/{route}")
+    wait_until(lambda: len(w.table_rows()) > 2, timeout=60)
+    assert w.page.evaluate(CUT_CELLS) == []
+    assert sideways_px(w.page) == 0
+    if route == "widget/RecipeLab":
+        cells = [row.split("|") for row in w.table_rows()]
+        assert all(not c.startswith("+") for row in cells for c in row), cells[:3]
+        assert any(re.fullmatch(r"\d\.\d{3}e-\d", c) for row in cells for c in row), cells[:3]
     w.check_clean()
     w.page.close()

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.test_ui import Watched, browser, server, wait_until  # noqa: F401 - the module's fixtures
+from tests.test_ui import Watched, wait_until
 
 pytestmark = pytest.mark.ui
 

@@ -12,7 +12,9 @@ regular files only). `--json` writes strict JSON (`lowprec.strictjson`: `{"files
 "sqnr_db", "max_abs_err", "clipped_frac", "zero_frac", "bits_per_element"}], "ranking", "pareto",
 "best", "flags": [{"code", "message"}]}], "skipped", "ranking": [{…, "rank", "tensors", "complete",
 "pareto", "note"}], "best", "notes"}`), `--csv` one row per tensor × recipe, `--html` a standalone
-page with the table and the error-against-bits plot (drawn by `app.plots.lab`). Every output path is
+page (`app.plots.lab_report`: the files, the ranking with the reason for each place, each tensor's
+statistics and flags, every result, the skipped list, what each column means, and two figures with
+legends; it reads at phone width). Every output path is
 checked before the work (`simulations._io.check_output_path`). Tensors run in this process
 (`--workers 1`), in a local process pool (`--workers N`, capped at the CPUs this process may use,
 with a note saying so), or on a Dask cluster (`--scheduler ADDRESS`, the `lowprec[cluster]` extra;
@@ -124,7 +126,6 @@ def write_outputs(report: LabReport, args: argparse.Namespace) -> None:
     if args.csv:
         write_text(report.to_csv(), args.csv)
     if args.html:
-        from lowprec.app.plots.html import save_standalone
-        from lowprec.app.plots.lab import report_layout
+        from lowprec.app.plots.lab_report import report_html
 
-        save_standalone(report_layout(report), args.html, "Recipe lab")
+        write_text(report_html(report), args.html)

@@ -1,5 +1,7 @@
 """`lowprec export DIR [--pages ROUTE ...] [--force]`: standalone HTML pages that open offline;
-`lowprec export --list` lists the routes.
+`lowprec export --list` lists the routes. DIR may also come after the routes
+(`lowprec export --pages lesson/x DIR`). With --pages, a page's links to pages the folder does not
+hold are plain text (`export.unlink_missing_pages`).
 
 The target must be an empty folder (or one that does not exist yet); `--force` lets the export
 overwrite the files it writes in a non-empty one. It never writes through a symbolic link or
@@ -26,6 +28,12 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
+def _route(word: str) -> str:
+    """A route as `--pages` takes it: '' for the start page (also `index`, `/`, `index.html`), and
+    a page's exported file name (`lesson/x.html`) for its route."""
+    return "" if word in ("index", "/", "index.html") else word.strip("/").removesuffix(".html")
+
+
 def run(args: argparse.Namespace) -> int:
     from lowprec.app.commands.progress import ProgressBar
     from lowprec.app.export import available_routes, export, site_size
@@ -34,11 +42,19 @@ def run(args: argparse.Namespace) -> int:
         for route in available_routes():
             print(route or "index")
         return 0
+    pages = list(args.pages or [])
+    if not args.dir and pages:
+        # `--pages ROUTE … DIR`: --pages takes every word after it, so DIR arrives as the last
+        # "page"; routes are a closed set, so a last word that is none of them is the folder
+        if _route(pages[-1]) not in available_routes():
+            args.dir = pages.pop()
     if not args.dir:
         raise ValueError("export needs DIR, the folder to write the site into (or --list)")
     routes = None
-    if args.pages:
-        routes = ["" if r in ("index", "/", "index.html") else r.removesuffix(".html") for r in args.pages]
+    if args.pages is not None:
+        if not pages:
+            raise ValueError("--pages needs at least one ROUTE (see lowprec export --list)")
+        routes = [_route(r) for r in pages]
     bar = ProgressBar("export", quiet=args.quiet)
     try:
         written = export(args.dir, routes, progress=bar, force=getattr(args, "force", False))

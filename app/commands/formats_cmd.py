@@ -67,9 +67,17 @@ def run(args: argparse.Namespace) -> int:
     print(f"{'format':<{width}} {'bits':>4} {'max':>12} {'min normal':>12} {'min subnormal':>14} {'eps':>10}  "
           f"description")
     for d in props:
+        sub = f"{d['smallest_subnormal']:>14.6g}" if has_subnormals(d) else f"{'—':>14}"
         print(f"{d['name']:<{width}} {d['bits']:>4} {d['max']:>12.6g} {d['smallest_normal']:>12.6g} "
-              f"{d['smallest_subnormal']:>14.6g} {d['eps']:>10.4g}  {d['description']}")
+              f"{sub} {d['eps']:>10.4g}  {d['description']}")
     return 0
+
+
+def has_subnormals(d: dict[str, Any]) -> bool:
+    """Whether a format (its `format_properties`) has subnormal values: E8M0 has no mantissa and no
+    subnormal binade, and an integer grid none either, so the listing shows "—" for them (it printed
+    their smallest value as a "min subnormal" they do not have)."""
+    return bool(d.get("subnormals", False)) and d.get("kind") != "int"
 
 
 def property_lines(d: dict[str, Any]) -> list[str]:
@@ -78,6 +86,10 @@ def property_lines(d: dict[str, Any]) -> list[str]:
     width = max(len(k) for k in d)
     out = []
     for key, value in d.items():
+        if key == "smallest_subnormal" and not has_subnormals(d):
+            out.append(f"{key:<{width}}  — (no subnormals; the smallest positive value is "
+                       f"{_fmt(float(value))})")
+            continue
         if isinstance(value, bool):
             text = "yes" if value else "no"
         elif isinstance(value, float):

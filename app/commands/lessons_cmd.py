@@ -1,13 +1,17 @@
 """`lowprec lessons [SLUG ...] [--answers] [--json] [--root DIR] [--no-cache]`: the course, lesson by
 lesson, with what it asks.
 
-Per lesson: slug, title, order, summary, goal, and its predictions and exercises. The plain form is
+Per lesson: slug, title, order, summary, goal, its objectives (each part of the goal with the
+exercises and predictions that check it), and its predictions and exercises. The plain form is
 the course's table of contents — one line per lesson with its goal, then each prediction's and
 exercise's id and answer kind (and the widget a prediction unlocks) — and computes nothing: it
 parses the lesson files. `--answers` adds each computed answer to those lines; `--json` prints every
 lesson as strict JSON (`lowprec.strictjson`) with the predictions (id, question, answer kind, the
 computed answer as `Answer.to_dict()`, the widget it unlocks) and exercises (id, prompt, answer
-kind, answer, hints, worked solution), so a script can check every answer. `--root` reads another
+kind, answer, hints, worked solution), each with `context`: the last `CONTEXT_CHARS` characters of
+lesson text a reader has seen when the answer box appears (the Markdown before it, earlier
+questions, prompts and explanations, and its own question), so a script can check every answer and
+that no answer is given away. `--root` reads another
 lesson folder (a draft course); slugs select lessons, and an unknown slug is an error that lists
 the known ones. A lesson that does not parse or whose answer cannot be computed is an error naming
 its file and line.
@@ -44,7 +48,9 @@ from lowprec.app.lesson_files import DEFAULT_ROOT, lesson_paths, slug_of
 #: the environment variable that names the cache folder ("" turns the cache off)
 CACHE_ENV = "LOWPREC_CACHE_DIR"
 #: a record's layout; bump it when lesson_record's output changes shape
-RECORD_VERSION = 1
+RECORD_VERSION = 2
+#: how much lesson text before an answer box a record keeps as its `context`
+CONTEXT_CHARS = 400
 #: installs whose change may change an answer (found, never imported, for the key)
 DEPENDENCIES = ("numpy", "ml_dtypes", "torch")
 
@@ -75,6 +81,9 @@ def lesson_record(lesson: Any, answers: bool = True) -> dict[str, Any]:
     not needed); without, the outline: ids, answer kinds and the widget each prediction unlocks."""
     from lowprec.app.lessons import (
         ExerciseBlock,
+        ExplanationBlock,
+        LabBlock,
+        MarkdownBlock,
         PredictionBlock,
         RawBlock,
         WidgetDirective,
@@ -85,11 +94,16 @@ def lesson_record(lesson: Any, answers: bool = True) -> dict[str, Any]:
     predictions: list[dict[str, Any]] = []
     exercises: list[dict[str, Any]] = []
     waiting: dict[str, Any] | None = None  # the last prediction, until a widget follows it
-    blocks = render_blocks(lesson, markdown=False) if answers else interactive_blocks(lesson)
+    blocks = render_blocks(lesson) if answers else interactive_blocks(lesson)
+    seen = ""  # the lesson text a reader has seen so far (answers: the rendered blocks)
     for block in blocks:
-        if isinstance(block, WidgetDirective):
+        if isinstance(block, MarkdownBlock):
+            seen += block.text + "\n"
+        elif isinstance(block, ExplanationBlock):
+            seen += block.text + "\n"
+        elif isinstance(block, (WidgetDirective, LabBlock)):
             if waiting is not None:
-                waiting["unlocks"] = block.name
+                waiting["unlocks"] = block.name if isinstance(block, WidgetDirective) else f"lab {block.name}"
                 waiting = None
         elif isinstance(block, RawBlock):  # the outline: as written, nothing computed
             if block.kind == "explain":
@@ -101,15 +115,27 @@ def lesson_record(lesson: Any, answers: bool = True) -> dict[str, Any]:
             else:
                 exercises.append(entry)
         elif isinstance(block, PredictionBlock):
+            seen += block.question + "\n"
             waiting = {"id": block.id, "question": block.question, "kind": block.answer.kind,
-                       "answer": block.answer.to_dict(), "unlocks": None}
+                       "answer": block.answer.to_dict(), "options": _options(block.answer), "unlocks": None,
+                       "context": seen[-CONTEXT_CHARS:]}
             predictions.append(waiting)
         elif isinstance(block, ExerciseBlock):
+            seen += block.prompt + "\n"
             exercises.append({"id": block.id, "prompt": block.prompt, "kind": block.answer.kind,
-                              "answer": block.answer.to_dict(), "hints": list(block.hints),
-                              "solution": block.solution})
+                              "answer": block.answer.to_dict(), "options": _options(block.answer),
+                              "hints": list(block.hints), "solution": block.solution,
+                              "context": seen[-CONTEXT_CHARS:]})
+    objectives = [{"text": o.text, "checked_by": list(o.checked_by)} for o in lesson.objectives]
     return {"slug": lesson.slug, "title": lesson.title, "order": lesson.order, "summary": lesson.summary,
-            "goal": lesson.goal, "predictions": predictions, "exercises": exercises}
+            "goal": lesson.goal, "objectives": objectives, "predictions": predictions, "exercises": exercises}
+
+
+def _options(answer: Any) -> int | None:
+    """How many answers a learner can give (choices, orders, classifications); None for a number
+    or a code."""
+    n: int = answer.options
+    return n if answer.kind in ("choice", "order", "classify") else None
 
 
 # ------------------------------------------------------------------------------------------------
@@ -155,18 +181,30 @@ def source_key() -> bytes:
     return h.digest()
 
 
+def course_key(paths: list[Path]) -> bytes:
+    """SHA-256 of every lesson's file name and `order:` line: a lesson's text quotes other lessons'
+    numbers (`{{ lesson:SLUG }}`), so a reordering changes every record."""
+    h = hashlib.sha256()
+    for path in paths:
+        head = path.read_bytes()[:4096]
+        orders = [line for line in head.splitlines() if line.startswith(b"order:")]
+        h.update(path.name.encode() + b"\0" + b"".join(orders[:1]) + b"\n")
+    return h.digest()
+
+
 class RecordCache:
     """Lesson records by key, one JSON file per (lesson folder, slug) in `folder`."""
 
-    def __init__(self, folder: Path | None, lesson_folder: Path) -> None:
+    def __init__(self, folder: Path | None, lesson_folder: Path, course: bytes = b"") -> None:
         self.folder = folder
         self._prefix = hashlib.sha256(str(lesson_folder.resolve()).encode()).hexdigest()[:16]
         self._source: bytes | None = None
+        self._course = course
 
     def key(self, path: Path, text: bytes) -> str:
         if self._source is None:
             self._source = source_key()
-        return hashlib.sha256(self._source + path.name.encode() + b"\0" + text).hexdigest()
+        return hashlib.sha256(self._source + self._course + path.name.encode() + b"\0" + text).hexdigest()
 
     def _file(self, path: Path) -> Path:
         assert self.folder is not None
@@ -207,7 +245,7 @@ def course_records(root: Path | None, answers: bool, use_cache: bool = True) -> 
     checked across it) and computed where missing."""
     folder = Path(root) if root is not None else DEFAULT_ROOT
     paths = lesson_paths(folder, installed=root is None)  # a missing or empty folder: one clear line
-    cache = RecordCache(cache_dir() if use_cache else None, folder)
+    cache = RecordCache(cache_dir() if use_cache else None, folder, course_key(paths))
     keys: dict[str, str] = {}
     found: dict[str, dict[str, Any]] = {}
     if cache.folder is not None:
@@ -219,16 +257,23 @@ def course_records(root: Path | None, answers: bool, use_cache: bool = True) -> 
     records = list(found.values())
     if len(found) == len(paths) and _distinct(records):
         return sorted(records, key=lambda r: r["order"])
-    from lowprec.app.lessons import load_lessons
+    from contextlib import nullcontext
+
+    from lowprec.app.lessons import load_lessons, outline_only
 
     out = []
-    for lesson in load_lessons(folder):
+    # the outline lists ids and widget names: parsed without the widgets' config records (numpy,
+    # ml_dtypes, the simulations), a cold listing stays well under a second (issue 33)
+    with nullcontext() if answers else outline_only():
+        lessons = load_lessons(folder)
+    for lesson in lessons:
         name = str(lesson.path)
         record = found.get(name)
         if record is None:
             # the cached record is strict JSON; a fresh one is made the same (non-finite numbers as
             # text), so both read alike
-            record = json.loads(strictjson.dumps(lesson_record(lesson, answers), indent=None))
+            with nullcontext() if answers else outline_only():
+                record = json.loads(strictjson.dumps(lesson_record(lesson, answers), indent=None))
             if name in keys:
                 cache.put(Path(name), keys[name], answers, record)
         out.append(record)
@@ -263,6 +308,8 @@ def run(args: argparse.Namespace) -> int:
                 f"{len(r['exercises'])} exercise{'s' * (len(r['exercises']) != 1)}"]
         print(f"{r['order']:>3}  {r['slug']}  {r['title']} — {', '.join(asks)}")
         print(f"     goal: {r['goal']}")
+        for o in r.get("objectives", []):
+            print(f"       - {o['text']} [{', '.join(o['checked_by'])}]")
         for p in r["predictions"]:
             shown = f": {p['answer']['text']}" if answers else ""
             print(f"     predict {p['id']} ({p['kind']}){shown}"

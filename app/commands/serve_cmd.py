@@ -1,4 +1,8 @@
-"""`lowprec serve [--port 5006] [--address 127.0.0.1] [--show/--no-show]`: the web app, offline."""
+"""`lowprec serve [--port 5006] [--address 127.0.0.1] [--show/--no-show]`: the web app, offline.
+
+It prints one line, `lowprec: serving on URL (Ctrl-C to stop)`, once the port is open; a port in use
+or an address that is not this machine's is one error line (exit status 2) instead. Ctrl-C or
+SIGTERM stops the server and its worker processes cleanly."""
 
 from __future__ import annotations
 
@@ -25,10 +29,11 @@ def run(args: argparse.Namespace) -> int:
         for route, title in page_titles().items():
             print(f"/{route.strip('/')}\t{title}")
         return 0
-    from lowprec.app.server import serve
-
     if not 0 <= args.port <= 65535:
         raise ValueError(f"--port must be 0..65535, got {args.port}")
-    print(f"lowprec: serving on http://{args.address}:{args.port}/ (Ctrl-C to stop)", flush=True)
-    serve(port=args.port, address=args.address, show=args.show)
+    from lowprec.app.server import serve
+
+    # one start-up line, once the port is open (a busy port or a bad address is one error line instead)
+    serve(port=args.port, address=args.address, show=args.show,
+          announce=lambda url: print(f"lowprec: serving on {url} (Ctrl-C to stop)", flush=True))
     return 0

@@ -130,8 +130,12 @@ def bins_sources(view: BinView) -> dict[str, dict[str, list[Any]]]:
         "points": {"x": values, "y": [0.5] * len(values), "code": codes_hex, "exact": exact,
                    "interval": interval, "color": fill},
         "ties": {"x": tie_x, "y": [0.12] * len(tie_x), "angle": tie_angle},
+        # the label sits on the side of the line with room for it: right of x in the left half of
+        # the window, left of it in the right half (`x = 465` at the right edge was cut off)
         "marker": {"x0": [x_plot], "x1": [x_plot], "y0": [-0.05], "y1": [1.05],
-                   "label": [f"x = {view.input_text}"]},
+                   "label": [f"x = {view.input_text}"],
+                   "align": ["right" if x_plot > (left_lim + right_lim) / 2 else "left"],
+                   "dx": [-4 if x_plot > (left_lim + right_lim) / 2 else 4]},
         "compare_points": {"x": view.compare_values, "y": [-0.3] * len(view.compare_values),
                            "exact": [power_of_two_text(v / scale) + ("" if scale == 1 else f" × {scale:g}")
                                      for v in view.compare_values]},
@@ -202,7 +206,7 @@ def number_line_figure(bins: ColumnDataSource, points: ColumnDataSource, ties: C
               fill_color=INK, line_color=None)
     p.segment(x0="x0", x1="x1", y0="y0", y1="y1", source=marker, line_color=ERROR_COLOR, line_width=3)
     p.add_layout(LabelSet(x="x0", y="y1", text="label", source=marker, text_color=ERROR_COLOR,
-                          text_font_size="12px", y_offset=-16, x_offset=4))
+                          text_font_size="12px", y_offset=-16, x_offset="dx", text_align="align"))
     cmp = p.scatter(x="x", y="y", source=compare_points, marker="diamond", size=9,
                     fill_color=DELAYED_COLOR, line_color=None, legend_label="compare format")
     p.add_tools(HoverTool(renderers=[pts, quads], tooltips=[
@@ -255,8 +259,10 @@ def summary_table(source: ColumnDataSource) -> DataTable:
         ("format", "format", 70), ("code", "code", 60), ("bits", "bits", 130),
         ("value", "value", 100), ("exact", "exact", 120), ("cls", "class", 70),
         ("error", "error", 100), ("rel_error", "rel. error", 80))]
+    # columns keep their widths (no squeezing to the window): at phone width the table scrolls
+    # sideways inside its box instead of cutting its cells ("0100010" became "01000")
     return refresh_on_data_change(DataTable(source=source, columns=cols, height=90, width=760,
-                                            index_position=None))
+                                            index_position=None, autosize_mode="none"))
 
 
 def code_table_figure(source: ColumnDataSource) -> DataTable:
@@ -266,7 +272,7 @@ def code_table_figure(source: ColumnDataSource) -> DataTable:
         ("hex", "code", 60), ("bits", "bits", 90), ("cls", "class", 80), ("value", "value", 100),
         ("exact", "exact", 120), ("gap", "gap to next", 90))]
     return refresh_on_data_change(DataTable(source=source, columns=cols, height=300, width=600,
-                                            index_position=None))
+                                            index_position=None, autosize_mode="none"))
 
 
 def bins_layout(view: BinView) -> Any:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-__all__ = ["OTHER_WIDGETS", "attention", "blocks", "grouping", "hadamard", "recompute", "spike"]
+__all__ = ["OTHER_WIDGETS", "attention", "blocks", "gemm", "grouping", "hadamard", "recompute", "spike", "stateful"]
 
 
 def _get(result: Any, key: str, default: Any = None) -> Any:
@@ -132,6 +132,24 @@ def blocks(result: Any) -> str:
             "flat where per-tensor scaling suffers from blocks far smaller than the tensor's amax.")
 
 
+def gemm(study: Any) -> str:
+    """The accumulator study (`lowprec simulate gemm`, the Accumulator widget)."""
+    text = ("**What to look at:** each line is the error of one way to accumulate the same products, "
+            "against the number of products K (both axes logarithmic); dashed lines promote the tensor "
+            "core's partial sum to FP32 every n elements. Below, one step of one dot product: every term "
+            "shifted to the step's largest exponent, the purple bits kept, the orange bits cut off by the "
+            "truncation (a term marked … has more cut bits than drawn). The longer the running sum C, the "
+            "further right the new products land and the more of them is cut. An error of exactly 0 has "
+            "no place on a logarithmic axis: its point is left out.")
+    curves = getattr(study, "curves", None)
+    if curves:
+        k = curves[0].k[-1]
+        worst = max(curves, key=lambda c: c.median_rel[-1] if c.median_rel[-1] == c.median_rel[-1] else -1.0)
+        text += (f" Here, at K = {k}, the largest median relative error of an output is "
+                 f"{100 * worst.median_rel[-1]:.3g} % ({worst.label}).")
+    return text
+
+
 def _bins(result: Any) -> str:
     return ("**What to look at:** on the number line each shaded band is a rounding bin — every real "
             "number in it becomes the code of the dot inside; a triangle at an edge points into the bin "
@@ -148,3 +166,17 @@ def _conventions(result: Any) -> str:
 #: captions of the widgets that are no simulation's face, by widget name (a simulation's caption is
 #: its entry's in `app.sim_faces`)
 OTHER_WIDGETS: dict[str, Callable[[Any], str]] = {"BinExplorer": _bins, "Conventions": _conventions}
+
+
+def stateful(result: Any) -> str:
+    text = ("**What to look at:** top, the amax each microbatch observed (dots) against the amax the scale it "
+            "was cast with was sized for (orange steps): a dot above the steps was clipped (×). Middle, the "
+            "history insertions per step against the count the corrected rule makes (a gap is an owner that "
+            "advanced when it should not, or did not when it should), and per step the clipped share, the "
+            "unpaired reads and the recomputed operands that differ from the forward. Bottom, who decodes "
+            "whose shard: the factor by which each rank's layer-0 output rows of each shard are scaled "
+            "(grey = paired), and the gradient norm.")
+    design = getattr(result, "design", None)
+    if design is not None:
+        text += f" This design's signature: {design.signature()}"
+    return text

@@ -12,34 +12,43 @@ import math
 from typing import Any
 
 from bokeh.layouts import column
-from bokeh.models import ColumnDataSource, HoverTool
-from bokeh.models.annotations import BoxAnnotation
-from bokeh.models.widgets.tables import DataTable, NumberFormatter, TableColumn
+from bokeh.models import ColumnDataSource, HoverTool, LinearColorMapper
+from bokeh.models.annotations import BoxAnnotation, ColorBar
+from bokeh.palettes import Viridis256
+from bokeh.models.widgets.tables import DataTable, NumberFormatter, ScientificFormatter, TableColumn
 from bokeh.plotting import figure
 
 from lowprec.simulations.lab.measure import RecipeDetail
 from lowprec.simulations.lab.runner import LabReport
 
-from .style import CURRENT_COLOR, DELAYED_COLOR, HIGHLIGHT_COLOR, SERIES_PALETTE
+from .style import CURRENT_COLOR, DELAYED_COLOR, HIGHLIGHT_COLOR, INK, SERIES_PALETTE
 from .widget_heatmap import heat_colors, heatmap_figure
 
-__all__ = ["TABLE_COLUMNS", "detail_sources", "error_bits_figure", "error_map_figure", "histogram_figure",
-           "report_layout", "results_table", "table_data"]
+#: one colour per tensor in the scatter: the series palette without its ink and dark grey, which the
+#: dark theme cannot recolour inside a data column (a near-black series on a dark plot)
+TENSOR_PALETTE = tuple(c for c in SERIES_PALETTE if c not in (INK, "#5F5F5F"))
 
-#: table columns: (field, title, number format or None for text)
-TABLE_COLUMNS: tuple[tuple[str, str, str | None], ...] = (
-    ("tensor", "tensor", None),
-    ("recipe", "recipe", None),
-    ("rank", "rank", "0"),
-    ("rms_rel_err", "RMS rel. error", "0.000e+0"),
-    ("sqnr_db", "SQNR (dB)", "0.00"),
-    ("max_abs_err", "max |error|", "0.000e+0"),
-    ("clipped_frac", "clipped", "0.000%"),
-    ("zero_frac", "flushed to 0", "0.000%"),
-    ("bits_per_element", "bits / element", "0.000"),
-    ("note", "note", None),
+__all__ = ["TABLE_COLUMNS", "TENSOR_PALETTE", "detail_sources", "error_bits_figure", "error_map_figure",
+           "error_map_range", "fit_text_columns", "histogram_figure", "report_layout", "results_table",
+           "set_error_map_range", "table_data"]
+
+#: table columns: (field, title, number format or None for text, width in px). "sci" is scientific
+#: notation with 4 significant digits (`ScientificFormatter`: Bokeh's numbro has no exponent format
+#: and printed "0.000e+0" as "+0.02622"); the table keeps these widths (`autosize_mode="none"`): at
+#: phone width it scrolls sideways inside its box instead of cutting names ("mlp.u")
+TABLE_COLUMNS: tuple[tuple[str, str, str | None, int], ...] = (
+    ("tensor", "tensor", None, 190),
+    ("recipe", "recipe", None, 140),
+    ("rank", "rank", "0", 50),
+    ("rms_rel_err", "RMS rel. error", "sci", 110),
+    ("sqnr_db", "SQNR (dB)", "0.00", 85),
+    ("max_abs_err", "max |error|", "sci", 100),
+    ("clipped_frac", "clipped", "0.000%", 80),
+    ("zero_frac", "flushed to 0", "0.000%", 95),
+    ("bits_per_element", "bits / element", "0.000", 100),
+    ("note", "note", None, 420),
 )
-_NUMBERS = [f for f, _, fmt in TABLE_COLUMNS if fmt is not None]
+_NUMBERS = [f for f, _, fmt, _ in TABLE_COLUMNS if fmt is not None]
 
 
 def _number(v: Any) -> float:
@@ -48,7 +57,7 @@ def _number(v: Any) -> float:
 
 def table_data(report: LabReport) -> dict[str, list[Any]]:
     """One row per tensor × recipe (absent numbers are NaN, the reason in `note`)."""
-    data: dict[str, list[Any]] = {f: [] for f, _, _ in TABLE_COLUMNS}
+    data: dict[str, list[Any]] = {f: [] for f, _, _, _ in TABLE_COLUMNS}
     for t in report.tensors:
         ranks = {name: i + 1 for i, name in enumerate(t.ranking)}
         for r in t.results:
@@ -64,21 +73,44 @@ def table_data(report: LabReport) -> dict[str, list[Any]]:
 def results_table(source: ColumnDataSource, width: int = 1000, height: int = 320) -> DataTable:
     """The sortable table over `source` (columns of TABLE_COLUMNS); click a header to sort."""
     cols = []
-    for f, title, fmt in TABLE_COLUMNS:
-        kw: dict[str, Any] = {"field": f, "title": title}
-        if fmt is not None:
+    for f, title, fmt, px in TABLE_COLUMNS:
+        kw: dict[str, Any] = {"field": f, "title": title, "width": px}
+        if fmt == "sci":
+            kw["formatter"] = ScientificFormatter(precision=3, power_limit_high=0, power_limit_low=0, nan_format="–")
+        elif fmt is not None:
             kw["formatter"] = NumberFormatter(format=fmt, nan_format="–")
         cols.append(TableColumn(**kw))
-    return DataTable(source=source, columns=cols, sortable=True, index_position=None, width=width, height=height,
-                     sizing_mode="stretch_width")
+    table = DataTable(source=source, columns=cols, sortable=True, index_position=None, width=width, height=height,
+                      sizing_mode="stretch_width", autosize_mode="none")
+    fit_text_columns(table, source.data)
+    return table
+
+
+#: roughly the width of one character of the table's text, px (13 px sans-serif)
+CHAR_PX = 7.2
+
+
+def fit_text_columns(table: DataTable, data: Any) -> None:
+    """Widen the table's text columns (tensor, recipe, note) to their longest entry, between the
+    column's declared width and 640 px: the columns keep their widths (no squeezing), so a long
+    tensor name ("model.layers.0.self_attn.q_proj.weight") would otherwise be cut."""
+    declared = {f: px for f, _, fmt, px in TABLE_COLUMNS if fmt is None}
+    for col in table.columns:
+        if col.field in declared:
+            longest = max((len(str(v)) for v in data.get(col.field, [])), default=0)
+            col.width = int(min(640, max(declared[col.field], CHAR_PX * longest + 16)))
 
 
 def error_bits_figure(source: ColumnDataSource, width: int = 760) -> Any:
-    """Each tensor × recipe as a point: bits per element against RMS relative error (log)."""
+    """Each tensor × recipe as a point: bits per element against RMS relative error (log); the
+    legend names each tensor's colour (`show_tensor_legend` hides it when colours repeat)."""
     fig = figure(title="RMS relative error against bits per element (each tensor × recipe)", width=width,
                  height=320, y_axis_type="log", x_axis_label="bits per element", y_axis_label="RMS relative error",
                  tools="pan,wheel_zoom,box_zoom,reset")
-    fig.scatter("bits_per_element", "plot_err", source=source, size=9, color="color", alpha=0.8)
+    fig.scatter("bits_per_element", "plot_err", source=source, size=9, color="color", alpha=0.8,
+                legend_field="tensor")
+    fig.legend.title = "tensor"
+    fig.legend.location = "top_right"
     fig.add_tools(HoverTool(tooltips=[("tensor", "@tensor"), ("recipe", "@recipe"),
                                       ("bits / element", "@bits_per_element{0.000}"),
                                       ("RMS rel. error", "@rms_rel_err{0.000e}"), ("SQNR", "@sqnr_db{0.00} dB")]))
@@ -91,7 +123,7 @@ def colored(data: dict[str, list[Any]]) -> dict[str, list[Any]]:
     table keeps showing `rms_rel_err` itself)."""
     tensors = list(dict.fromkeys(data["tensor"]))
     out = dict(data)
-    out["color"] = [SERIES_PALETTE[tensors.index(t) % len(SERIES_PALETTE)] for t in data["tensor"]]
+    out["color"] = [TENSOR_PALETTE[tensors.index(t) % len(TENSOR_PALETTE)] for t in data["tensor"]]
     out["plot_err"] = [v if v > 0 else math.nan for v in data["rms_rel_err"]]
     return out
 
@@ -148,8 +180,31 @@ def histogram_figure(sources: dict[str, ColumnDataSource], width: int = 760) -> 
     return fig, flush, clip
 
 
+def error_map_range(cells: Any) -> tuple[float, float]:
+    """(low, high) of the finite log10 errors the map's colours spread over (`heat_colors`); a single
+    value gets (value, value + 1), as it is painted with the palette's first colour."""
+    finite = [v for v in cells.get("log10", []) if math.isfinite(v)]
+    if not finite:
+        return (0.0, 1.0)
+    lo, hi = min(finite), max(finite)
+    return (lo, lo + 1.0) if lo == hi else (lo, hi)
+
+
 def error_map_figure(source: ColumnDataSource, width: int = 420) -> Any:
-    """The per-block RMS relative error of the matrix view, one cell per tile (log colour)."""
-    return heatmap_figure(source, "RMS relative error per block (log colour; grey: exact)", "column block",
-                          "row block", [("block", "(@y, @x)"), ("RMS rel. error", "@rel_err{0.000e}")],
-                          width=width, height=320)
+    """The per-block RMS relative error of the matrix view, one cell per tile (log colour), with a
+    colour bar in log10 of the error (`set_error_map_range` follows the data)."""
+    fig = heatmap_figure(source, "RMS relative error per block (log colour; grey: exact)", "column block",
+                         "row block", [("block", "(@y, @x)"), ("RMS rel. error", "@rel_err{0.000e}")],
+                         width=width, height=320)
+    lo, hi = error_map_range(source.data)
+    mapper = LinearColorMapper(palette=Viridis256, low=lo, high=hi)
+    fig.add_layout(ColorBar(color_mapper=mapper, title="log10 RMS rel. error", width=10, name="error_map_bar",
+                            title_text_font_size="9pt", major_label_text_font_size="8pt"), "right")
+    return fig
+
+
+def set_error_map_range(fig: Any, cells: Any) -> None:
+    """Point the map's colour bar at the range of `cells`' colours."""
+    lo, hi = error_map_range(cells)
+    for bar in fig.select({"type": ColorBar}):
+        bar.color_mapper.update(low=lo, high=hi)

@@ -112,11 +112,29 @@ export function parseCode(text, bits) {
   return v < (1n << BigInt(bits)) ? Number(v) : null
 }
 
-// The response as the answer's type (number, code or choice text), or null when unreadable.
+// The parts of an order or classify response: split at "|", ASCII whitespace around each removed.
+export function splitParts(text) {
+  return String(text).split("|").map(strip)
+}
+
+const SEPARATOR = " | "
+
+// The response as the answer's type (number, code, choice text, or for order and classify the parts
+// joined by " | "), or null when unreadable.
 export function parseResponse(answer, response) {
   if (typeof response !== "string") return null
   if (answer.kind === "number") return parseNumber(response)
   if (answer.kind === "code") return parseCode(response, answer.bits)
+  if (answer.kind === "order") {
+    const parts = splitParts(response)
+    const a = [...parts].sort(), b = [...answer.items].sort()
+    return a.length === b.length && a.every((x, i) => x === b[i]) ? parts.join(SEPARATOR) : null
+  }
+  if (answer.kind === "classify") {
+    const parts = splitParts(response)
+    if (parts.length !== answer.items.length || parts.some((x) => !answer.categories.includes(x))) return null
+    return parts.join(SEPARATOR)
+  }
   const t = strip(response)
   return answer.choices.includes(t) ? t : null
 }
@@ -172,6 +190,11 @@ export function feedback(spec, response, tries) {
       else if (Number.isNaN(right)) reason = `${hex} decodes to ${row.text}; the answer is not a number.`
       else reason = `${hex} decodes to ${row.text}, ${v < right ? "too low" : "too high"}.`
     }
+  } else if (answer.kind === "order" || answer.kind === "classify") {
+    const mine = splitParts(got), right = answer.parts
+    const hits = mine.filter((x, i) => x === right[i]).length
+    reason = answer.kind === "order" ? `${hits} of ${right.length} items are in the right place.`
+                                     : `${hits} of ${right.length} items are classified right.`
   } else {
     reason = `Not “${got}”.`
   }
@@ -265,6 +288,32 @@ button:focus-visible, input:focus-visible, .lp-bit:focus-visible {
 .lp-bit[aria-pressed=true] { background: var(--lp-field-tint); }
 .lp-gap { width: 8px; }
 .lp-current { font-family: monospace; margin: 4px 0; }
+.lp-order { list-style: none; padding: 0; margin: 8px 0; }
+.lp-order li { display: flex; flex-wrap: wrap; align-items: center; gap: 6px; padding: 4px 6px; margin: 3px 0;
+  border: 1px solid #c9ced6; border-radius: 4px; background: #fff; }
+.lp-order .lp-pos { font-weight: 700; min-width: 1.6em; }
+.lp-order .lp-item { flex: 1 1 12em; }
+.lp-order button { padding: 2px 8px; }
+.lp-order .lp-moves { display: flex; gap: 4px; flex: 0 0 auto; margin-left: auto; }
+.lp-classify { display: grid; grid-template-columns: minmax(10em, 1fr) minmax(9em, auto); gap: 6px 10px;
+  align-items: center; margin: 8px 0; }
+.lp-classify select, .lp-lab select { font: inherit; padding: 3px 4px; max-width: 100%; }
+.lp-lab { border-left-color: #0b7285; }
+.lp-lab .lp-controls { display: grid; grid-template-columns: repeat(auto-fill, minmax(15em, 1fr)); gap: 8px 14px;
+  margin: 8px 0; }
+.lp-lab .lp-controls label { display: flex; flex-direction: column; gap: 2px; font-weight: 600; }
+.lp-lab pre { background: #f1f3f5; padding: 8px 10px; border-radius: 4px; overflow-x: auto; font-size: 13px;
+  margin: 8px 0; white-space: pre; }
+.lp-table-wrap { overflow-x: auto; margin: 8px 0; }
+.lp-lab table { border-collapse: collapse; font-size: 13px; min-width: 100%; }
+.lp-lab th, .lp-lab td { border: 1px solid #d0d5dd; padding: 3px 6px; text-align: left; vertical-align: top; }
+.lp-lab th { background: #eef1f5; }
+.lp-lab tr.lp-update td { background: #fff3bf; }
+.lp-lab tr.lp-error td { background: #ffe3e3; color: #8a1c1c; font-weight: 600; }
+.lp-lab tr.lp-stash td, .lp-lab tr.lp-restore td { background: #e7f5ff; }
+.lp-lab .lp-verdicts li[data-tone=correct] { color: #1b5e20; }
+.lp-lab .lp-verdicts li[data-tone=incorrect] { color: #8a1c1c; }
+.lp-lab .lp-result { border-top: 1px dashed #c9ced6; margin-top: 8px; padding-top: 6px; }
 .lp-lazy { min-height: 320px; border: 1px dashed #9aa3b2; border-radius: 6px; padding: 10px 14px; margin: 10px 0;
   color: #3d4451; background: #fbfcff; }
 .lp-lazy-note { font-style: italic; margin: 4px 0; }
@@ -295,9 +344,72 @@ function stateOf(key, init) {
   return STATE.get(key)
 }
 
+function orderControl(spec, key, legendText, st) {
+  // the items as a list the learner rearranges with Move up / Move down; st.order holds indices
+  const items = spec.answer.items
+  if (!Array.isArray(st.order)) st.order = items.map((_, i) => i)
+  const list = el("ol", {class: "lp-order", id: idOf(key, "order"), "aria-describedby": idOf(key, "how")})
+  const buttons = []
+  let disabled = false
+  const sync = () => { st.response = st.order.map((i) => items[i]).join(SEPARATOR) }
+  const draw = (focus) => {
+    list.replaceChildren()
+    buttons.length = 0
+    st.order.forEach((itemIndex, pos) => {
+      const up = el("button", {type: "button", text: "↑ Up", "aria-label": `Move “${items[itemIndex]}” up`,
+                               disabled: disabled || pos === 0})
+      const down = el("button", {type: "button", text: "↓ Down", "aria-label": `Move “${items[itemIndex]}” down`,
+                                 disabled: disabled || pos === st.order.length - 1})
+      const move = (delta) => {
+        const other = pos + delta
+        ;[st.order[pos], st.order[other]] = [st.order[other], st.order[pos]]
+        sync()
+        draw({index: itemIndex, delta})
+      }
+      up.addEventListener("click", () => move(-1))
+      down.addEventListener("click", () => move(1))
+      buttons.push(up, down)
+      list.append(el("li", {"data-item": items[itemIndex]}, [el("span", {class: "lp-pos", text: `${pos + 1}.`}),
+        el("span", {class: "lp-item", text: items[itemIndex]}), el("span", {class: "lp-moves"}, [up, down])]))
+      if (focus && focus.index === itemIndex) {
+        const target = focus.delta < 0 ? (pos === 0 ? down : up) : (pos === st.order.length - 1 ? up : down)
+        setTimeout(() => target.focus(), 0)
+      }
+    })
+  }
+  sync()
+  draw(null)
+  const node = el("div", {class: "lp-field", role: "group", "aria-label": legendText}, [
+    el("p", {class: "lp-label", text: legendText}), list,
+    el("span", {id: idOf(key, "how"), class: "lp-how", text: spec.how})])
+  return {node, disable: () => { disabled = true; draw(null) }}
+}
+
+function classifyControl(spec, key, legendText, st) {
+  // one select per item; st.picks holds the chosen category of each ("" = none yet)
+  const {items, categories} = spec.answer
+  if (!Array.isArray(st.picks)) st.picks = items.map(() => "")
+  const sync = () => { st.response = st.picks.join(SEPARATOR) }
+  const selects = items.map((item, i) => {
+    const sel = el("select", {id: idOf(key, `cat-${i}`)},
+                   [el("option", {value: "", text: "choose…"}), ...categories.map((c) => el("option", {value: c, text: c}))])
+    sel.value = st.picks[i]
+    sel.addEventListener("change", () => { st.picks[i] = sel.value; sync() })
+    return sel
+  })
+  sync()
+  const grid = el("div", {class: "lp-classify"})
+  items.forEach((item, i) => grid.append(el("label", {for: selects[i].id, text: item}), selects[i]))
+  const node = el("fieldset", {"aria-describedby": idOf(key, "how")}, [el("legend", {text: legendText}), grid,
+    el("span", {id: idOf(key, "how"), class: "lp-how", text: spec.how})])
+  return {node, disable: () => { for (const x of selects) x.disabled = true }}
+}
+
 function answerControl(spec, key, legendText, st) {
   // a text box with its label, or a radio group with its legend, whose value lives in st.response
   const answer = spec.answer
+  if (answer.kind === "order") return orderControl(spec, key, legendText, st)
+  if (answer.kind === "classify") return classifyControl(spec, key, legendText, st)
   if (answer.kind === "choice") {
     const name = idOf(key, "choice")
     const radios = answer.choices.map((c, i) => el("input", {type: "radio", name, value: c, id: `${name}-${i}`,
@@ -493,6 +605,206 @@ function renderChallenge(model, spec) {
   return root
 }
 
+
+// ---------------------------------------------------------------------------------------------
+// labs: drawn from data a simulation computed (lowprec.app.lesson_labs); nothing is computed here
+// ---------------------------------------------------------------------------------------------
+
+function selectControl(key, name, label, options, value, onChange) {
+  const sel = el("select", {id: idOf(key, name)}, options.map(([v, text]) => el("option", {value: v, text})))
+  sel.value = value
+  sel.addEventListener("change", () => onChange(sel.value))
+  return {node: el("label", {for: sel.id}, [label, sel]), sel}
+}
+
+function table(caption, head, rows, rowClass) {
+  const t = el("table", {}, [el("caption", {class: "lp-label", text: caption}),
+    el("thead", {}, [el("tr", {}, head.map((h) => el("th", {scope: "col", text: h})))]),
+    el("tbody", {}, rows.map((r, i) => el("tr", {class: rowClass ? rowClass(i) : null},
+                                          r.map((c) => el("td", {text: String(c)})))))])
+  return el("div", {class: "lp-table-wrap"}, [t])
+}
+
+function yesNo(b) { return b ? "yes" : "no" }
+function fmtScale(v) { return v === null || v === undefined ? "—" : String(Number(v.toPrecision(4))) }
+
+const PLACEMENT_QUESTIONS = [
+  ["stash", "In its first forward, does module A stash its scale?", ["yes", "no"]],
+  ["restore", "In the recompute, does module A try to restore a stash?", ["yes", "no"]],
+  ["key_error", "Does the first backward raise KeyError?", ["yes", "no"]],
+  ["updates", "How often does a forward scale update fire per step?", ["never", "once", "twice"]],
+]
+
+function placementTruth(sum) {
+  const per = sum.updates_per_step
+  const n = per.length ? Math.max(...per) : 0
+  return {stash: yesNo(sum.stash), restore: yesNo(sum.restore), key_error: yesNo(sum.key_error),
+          updates: n === 0 ? "never" : n === 1 ? "once" : "twice"}
+}
+
+function placementCode(data, c) {
+  const inner = Number(c.inside)
+  const body = inner === 0 ? ["def block(x):", "    return module_b(module_a(x))"]
+    : inner === 1 ? ["def block(x):", "    with te.autocast(enabled=True, recipe=recipe):",
+                     "        return module_b(module_a(x))"]
+    : ["def block(x):", "    with te.autocast(enabled=True, recipe=recipe):", "        h = module_a(x)",
+       "    return module_b(h)  # BF16: outside the inner autocast"]
+  const call = `te.checkpoint(block, x, use_reentrant=${c.reentrant === "1" ? "True" : "False"})`
+  const outer = Number(c.outside)
+  const main = outer === 2 ? [`y = ${call}`]
+    : [`with te.autocast(enabled=${outer === 0 ? "True" : "False"}, recipe=recipe):`, `    y = ${call}`]
+  const extra = c.module === "1" ? ["with te.autocast(enabled=True, recipe=recipe):", "    y = module_c(y)  # FP8, outside the region"] : []
+  const mode = c.eval === "1" ? ["module_a.eval()  # A in eval mode inside a training step"] : []
+  return ["recipe = DelayedScaling()", ...mode, ...body, "", ...main, ...extra, "y.sum().backward()"].join("\n")
+}
+
+function renderPlacement(model, spec) {
+  const data = spec.data
+  const key = spec.key
+  const first = data.placements[data.start] || [0, 0]
+  const st = stateOf(key, () => ({c: {outside: String(first[0]), inside: String(first[1]), reentrant: "1", gate: "live",
+                                      module: "0", eval: "0"}, answers: {}, shown: false}))
+  const root = el("section", {class: "lp-box lp-lab", "data-lab": "te-placement", "aria-label": spec.title})
+  const code = el("pre", {"aria-label": "The arrangement as code"})
+  const result = el("div", {class: "lp-result", "aria-live": "polite"})
+  const status = el("div", {class: "lp-feedback", role: "status", "aria-live": "polite"})
+  const caseKey = () => [st.c.outside, st.c.inside, st.c.reentrant, st.c.gate, st.c.module, st.c.eval].join("|")
+  const controls = []
+  const reset = () => { st.answers = {}; st.shown = false; draw() }
+  const set = (name) => (v) => { st.c[name] = v; reset() }
+  controls.push(selectControl(key, "outside", "Around te.checkpoint", data.outside.map((t, i) => [String(i), t]), st.c.outside, set("outside")))
+  controls.push(selectControl(key, "inside", "Inside the checkpointed function", data.inside.map((t, i) => [String(i), t]), st.c.inside, set("inside")))
+  controls.push(selectControl(key, "reentrant", "use_reentrant", [["1", "True (te.checkpoint's default)"], ["0", "False"]], st.c.reentrant, set("reentrant")))
+  controls.push(selectControl(key, "gate", "Stash gate", [["entry", "before the fix: FP8 latched at checkpoint entry"], ["live", "after the fix: FP8 read live"]], st.c.gate, set("gate")))
+  controls.push(selectControl(key, "module", "FP8 module C outside the region", [["0", "no"], ["1", "yes, under its own te.autocast"]], st.c.module, set("module")))
+  controls.push(selectControl(key, "eval", "Module A", [["0", "in training mode"], ["1", "in .eval() mode"]], st.c.eval, set("eval")))
+  const presets = el("div", {class: "lp-actions", role: "group", "aria-label": "Named placements"},
+    Object.entries(data.placements).map(([name, [o, i]]) => {
+      const b = el("button", {type: "button", text: `${name} placement`})
+      b.addEventListener("click", () => { st.c.outside = String(o); st.c.inside = String(i); reset() })
+      return b
+    }))
+  const questions = PLACEMENT_QUESTIONS.map(([qid, text, options]) => {
+    const name = idOf(key, `q-${qid}`)
+    const radios = options.map((o, i) => {
+      const r = el("input", {type: "radio", name, value: o, id: `${name}-${i}`})
+      r.addEventListener("change", () => { if (r.checked) st.answers[qid] = o })
+      return r
+    })
+    return {qid, radios, node: el("fieldset", {}, [el("legend", {text}),
+      ...radios.map((r, i) => el("label", {for: r.id}, [r, " " + options[i]]))])}
+  })
+  const reveal = el("button", {type: "button", class: "lp-primary", text: "Lock in and show the timeline"})
+  reveal.addEventListener("click", () => {
+    const missing = PLACEMENT_QUESTIONS.filter(([qid]) => st.answers[qid] === undefined)
+    if (missing.length) {
+      status.textContent = `Predict all four first (${missing.length} still open).`
+      return
+    }
+    st.shown = true
+    draw()
+  })
+  const draw = () => {
+    for (const c of controls) c.sel.value = st.c[c.sel.id.split("-").pop()] ?? c.sel.value
+    code.textContent = placementCode(data, st.c)
+    for (const q of questions) for (const r of q.radios) { r.checked = st.answers[q.qid] === r.value; r.disabled = st.shown }
+    reveal.disabled = st.shown
+    status.textContent = st.shown ? "" : "Predict, then show the timeline. Changing the arrangement asks again."
+    result.replaceChildren()
+    if (!st.shown) return
+    const entry = data.cases[caseKey()]
+    const sum = entry.summary
+    const truth = placementTruth(sum)
+    const verdicts = el("ul", {class: "lp-verdicts"}, PLACEMENT_QUESTIONS.map(([qid, text]) => {
+      const right = st.answers[qid] === truth[qid]
+      return el("li", {"data-tone": right ? "correct" : "incorrect",
+                       text: `${text} You said ${st.answers[qid]}; the model: ${truth[qid]}.`})
+    }))
+    const scales = sum.a_scale_forward.map((f, i) => `step ${i}: forward ${fmtScale(f)}, recompute ${fmtScale(sum.a_scale_recompute[i])}`)
+    const lines = [
+      `Outcome: ${sum.outcome}${sum.error ? ` (step ${sum.error_step}: ${sum.error})` : ""}.`,
+      `Forward scale updates per step: ${sum.updates_per_step.join(", ")}. Module A's encode scale — ${scales.join("; ")}.`,
+      sum.columnwise_phase1 ? "With grad off in the first forward, A's weight quantizer is still asked for a columnwise copy: the stash gate is on." : "",
+    ].filter(Boolean)
+    const shownSteps = 2
+    const rows = entry.events.filter((e) => e[0] < shownSteps).map((e) => [e[0], e[1], e[4], e[5] ? "on" : "off", e[6] ? "on" : "off", data.texts[e[3]]])
+    const kinds = entry.events.filter((e) => e[0] < shownSteps).map((e) => e[2])
+    result.append(verdicts, ...lines.map((t) => el("p", {text: t})),
+      table(`Timeline of steps 0 and 1 (of ${data.steps}): phase, autocast depth, grad mode and FP8 after each event`,
+            ["step", "phase", "depth", "grad", "FP8", "event"], rows,
+            (i) => ({update: "lp-update", error: "lp-error", stash: "lp-stash", restore: "lp-restore"})[kinds[i]] || null))
+    root.setAttribute("data-outcome", sum.outcome)
+  }
+  root.append(el("p", {class: "lp-kicker", text: "Lab"}), el("p", {class: "lp-task", text: spec.title}), presets,
+              el("div", {class: "lp-controls"}, controls.map((c) => c.node)), code,
+              ...questions.map((q) => q.node), el("div", {class: "lp-actions"}, [reveal]), status, result,
+              el("p", {class: "lp-how", text: `Model: ${data.source}.`}))
+  draw()
+  return root
+}
+
+const HUNT_VIEWS = {
+  low_precision_off: (c) => [
+    el("p", {text: `With the quantizer: ${c.differ} of ${c.recomputed} recomputed activations differ from the forward. ` +
+      `With low precision off (a stateless BF16 cast in its place): ${c.low_precision_off.differ} of ${c.low_precision_off.recomputed} ` +
+      `differ, ${c.low_precision_off.commits} state commits.`})],
+  matched_points: (c) => [table(`Per layer, over ${c.steps} steps: recomputed steps whose quantizer input / GEMM output differ from the forward`,
+      ["layer", "input differs", "output differs", "largest |difference|"],
+      c.matched_points.map((m) => [m.layer, m.input_differs, m.output_differs, m.max_diff === null ? "—" : String(Number(m.max_diff.toPrecision(3)))]))],
+  transitions: (c) => [el("p", {text: `State commits in step 0, per layer: ${c.transitions.per_layer.join(", ")} ` +
+      `(the design's rule: ${c.transitions.rule} per layer per step). Whole run: ${c.transitions.total} commits, ${c.transitions.expected} expected.`})],
+  traversal: (c) => [
+    el("p", {text: `Forward visits layers ${c.traversal.forward_order.join(", ")}; the recompute ${c.traversal.recompute_order.join(", ")}.`}),
+    table(`Whose amax sized each layer's scale at step ${c.traversal.step} (-1: the initial scale)`,
+          ["layer", "forward", "recompute"],
+          c.traversal.source_forward.map((s, i) => [i, s, c.traversal.source_recompute[i]])),
+    el("p", {text: `A scale came from another layer's amax in ${c.traversal.foreign_forward} of ${c.traversal.calls} forward calls. ` +
+      `The same design with one layer: ${c.traversal.one_layer_differ} of ${c.traversal.one_layer_recomputed} recomputed activations differ.`})],
+  pairing: (c) => [el("p", {text: `Consumers reading a descale or centre other than the one their codes were encoded with: ` +
+      `${c.pairing.unpaired_forward} of ${c.pairing.calls} forward calls, ${c.pairing.unpaired_recompute} of ${c.pairing.calls} recomputed calls.`})],
+  telemetry: (c) => [
+    el("p", {text: `Optimizer steps attempted: ${c.telemetry.attempted}; applied: ${c.telemetry.applied}; skipped (non-finite gradient): ${c.telemetry.skipped}.`}),
+    el("p", {text: `Gradient norm per step: ${c.telemetry.grad_norm.map((g) => g === null ? "non-finite" : String(Number(g.toPrecision(3)))).join(", ")}.`})],
+}
+
+function renderHunt(model, spec) {
+  const data = spec.data
+  const key = spec.key
+  const letters = Object.keys(data.cases)
+  const st = stateOf(key, () => ({case: letters[0], open: {}}))
+  const root = el("section", {class: "lp-box lp-lab", "data-lab": "defect-hunt", "aria-label": spec.title})
+  const result = el("div", {class: "lp-result", "aria-live": "polite"})
+  const pick = selectControl(key, "case", "Case", letters.map((l) => [l, `case ${l}`]), st.case, (v) => { st.case = v; draw() })
+  const buttons = Object.entries(data.controls).map(([cid, label]) => {
+    const b = el("button", {type: "button", text: label, "aria-pressed": "false", "data-control": cid})
+    b.addEventListener("click", () => {
+      const open = st.open[st.case] || (st.open[st.case] = {})
+      open[cid] = !open[cid]
+      draw()
+    })
+    return {cid, b}
+  })
+  const draw = () => {
+    pick.sel.value = st.case
+    const c = data.cases[st.case]
+    const open = st.open[st.case] || {}
+    for (const {cid, b} of buttons) b.setAttribute("aria-pressed", String(Boolean(open[cid])))
+    root.setAttribute("data-case", st.case)
+    result.replaceChildren(el("p", {text: `Case ${st.case}: ${c.differ} of ${c.recomputed} recomputed activations differ from the forward (bit for bit).`}))
+    for (const {cid} of buttons) {
+      if (!open[cid]) continue
+      result.append(el("div", {class: "lp-control-result", "data-control": cid},
+                           [el("p", {class: "lp-label", text: data.controls[cid]}), ...HUNT_VIEWS[cid](c)]))
+    }
+  }
+  root.append(el("p", {class: "lp-kicker", text: "Lab"}), el("p", {class: "lp-task", text: spec.title}),
+              el("div", {class: "lp-controls"}, [pick.node]),
+              el("div", {class: "lp-actions", role: "group", "aria-label": "Controls"}, buttons.map((x) => x.b)),
+              result, el("p", {class: "lp-how", text: `Each case: ${data.setup}.`}))
+  draw()
+  return root
+}
+
 // A widget drawn when it is needed (lesson pages): the slot holds the widget's place and asks for
 // it when it comes within half a window of the view, or else in the background, one slot at a time
 // in page order, once nothing else is loading. Served (lowprec.app.pages.LazyWidget) it asks the
@@ -585,7 +897,8 @@ if (typeof window !== "undefined") {
   }
 }
 
-const VIEWS = {exercise: renderExercise, prediction: renderPrediction, lock: renderLock, challenge: renderChallenge, lazy: renderLazy}
+const VIEWS = {exercise: renderExercise, prediction: renderPrediction, lock: renderLock, challenge: renderChallenge,
+               lazy: renderLazy, placement: renderPlacement, hunt: renderHunt}
 
 export function render({model, view}) {
   const wrapper = el("div", {class: "lp-component"})
@@ -602,5 +915,5 @@ export function render({model, view}) {
 
 // for tests and for the site's navigation: the same functions, reachable from the page
 if (typeof window !== "undefined") {
-  window.lowprecLesson = {checkResponse, parseResponse, feedback, readProgress, writeProgress, PROGRESS_KEY}
+  window.lowprecLesson = {checkResponse, parseResponse, feedback, readProgress, writeProgress, splitParts, PROGRESS_KEY}
 }

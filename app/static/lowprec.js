@@ -64,10 +64,10 @@
   function updateToggle() {
     var dark = currentTheme() === "dark";
     document.querySelectorAll(".lp-theme-toggle").forEach(function (b) {
-      b.setAttribute("aria-pressed", dark ? "true" : "false");
+      // the button names the theme a click gives (issue 33: it always read "Dark theme")
       var t = b.querySelector(".lp-theme-text");
-      if (t) t.textContent = "Dark theme";
-      b.title = dark ? "Dark theme is on: switch to the light theme" : "Switch to the dark theme";
+      if (t) t.textContent = dark ? "Light theme" : "Dark theme";
+      b.title = dark ? "Switch to the light theme" : "Switch to the dark theme";
     });
   }
   function setTheme(theme) {

@@ -66,6 +66,12 @@ _ENTRIES = (
     WidgetEntry("RecipeLab", "lowprec.app.widgets.recipe_lab:RecipeLab",
                 "Recipe lab: your own tensors through every recipe",
                 config="lowprec.simulations.lab.workbench:LabConfig", page_scripts=("filedropper",)),
+    WidgetEntry("Accumulator", "lowprec.app.widgets.accumulator:Accumulator",
+                "Accumulator: what the tensor core keeps of a long sum",
+                config="lowprec.simulations.gemm.study:GemmConfig"),
+    WidgetEntry("WhoseAmax", "lowprec.app.widgets.whose_amax:WhoseAmax",
+                "Whose amax? Delayed-scaling state under accumulation, idle modules, ranks, cached weights",
+                config="lowprec.simulations.stateful.config:StatefulConfig"),
 )
 
 WIDGETS: dict[str, WidgetEntry] = {e.name: e for e in _ENTRIES}
@@ -82,6 +88,8 @@ __all__ = [  # the widget names are the keys of WIDGETS, resolved by __getattr__
     "RecipeLab",
     "RecomputeDivergence",
     "ScaleGrouping",
+    "Accumulator",
+    "WhoseAmax",
     "get_widget_class",
 ]
 

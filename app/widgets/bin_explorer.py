@@ -13,6 +13,7 @@ keeps the last good view.
 
 from __future__ import annotations
 
+import html
 import math
 from typing import Any
 
@@ -52,6 +53,12 @@ def value_text(v: float) -> str:
     return repr(float(v))
 
 
+#: the "not updated" line over a stale view: the alert's colours, so it reads as part of the message
+STALE_CSS = """
+p { margin: 0 0 4px 0; padding: 6px 10px; border-left: 4px solid var(--lp-border, #d5dae0);
+  background: var(--lp-surface, #f3f5f7); color: var(--lp-text, #1c2127); font-size: 14px; }
+"""
+
 POOL_BITS = TABLE_MAX_BITS  # toggles built up front: the widest format an exported page answers offline
 
 
@@ -87,6 +94,9 @@ class BinExplorer(pn.viewable.Viewer):
         self.source_data = bins_sources(self.view)
         self.sources = {k: ColumnDataSource(data=v) for k, v in self.source_data.items()}
         self._alert = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
+        # over the bits while the input is invalid: the view below is the last valid value's
+        self._stale = pn.pane.HTML("", visible=False, sizing_mode="stretch_width", css_classes=["lp-stale"],
+                                   stylesheets=[STALE_CSS])
         self._formula = pn.pane.HTML("", sizing_mode="stretch_width")
         self._note = pn.pane.Markdown("", sizing_mode="stretch_width")
         # a pool of toggles, as many as the widest format shown so far has bits (at least 8); a
@@ -135,10 +145,12 @@ class BinExplorer(pn.viewable.Viewer):
         except (ValueError, TypeError) as exc:
             self.error = f"Invalid input: {exc}"
             set_alert(self._alert, self.error)
+            self._mark_stale(True)
             return False
         self.error = ""
         self._alert.object = ""
         self._alert.visible = False
+        self._mark_stale(False)
         rebuild_bits = view.main.format != self.view.main.format or not self._bit_toggles
         self.view = view
         self.source_data = data
@@ -146,6 +158,19 @@ class BinExplorer(pn.viewable.Viewer):
             self.sources[k].data = v
         self._show(view, rebuild_bits)
         return True
+
+    def _mark_stale(self, stale: bool) -> None:
+        """While the input is invalid, say over the bits that the view is the last valid value's and
+        dim it (the bits, formula and plots used to look current); clear both once it is valid."""
+        if stale:
+            self._stale.object = (f"<p><b>Not updated:</b> the bits, numbers and plots below still show the last "
+                                  f"valid value, <code>{html.escape(self.view.input_text)}</code> "
+                                  f"in {html.escape(self.view.main.format)}.</p>")
+        self._stale.visible = stale
+        dim = {"opacity": "0.45"} if stale else {}
+        for pane in (self._bits, self._formula, self._summary, self._number_line, self._gap, self._table):
+            if pane.styles != dim:
+                pane.styles = dim
 
     @property
     def _bit_toggles(self) -> list[pn.widgets.Toggle]:
@@ -249,7 +274,7 @@ class BinExplorer(pn.viewable.Viewer):
         """The panes an exported page's bin engine redraws, by role."""
         return {"formula": self._formula, "note": self._note, "table_note": self._table_note,
                 "summary": self._summary, "table": self._table, "number_line": self._number_line,
-                "gap": self._gap, "alert": self._alert}
+                "gap": self._gap, "alert": self._alert, "stale": self._stale}
 
     def compact_view(self) -> pn.viewable.Viewable:
         """A small explorer for the start page: value and format, the bits, the formula and the
@@ -257,14 +282,17 @@ class BinExplorer(pn.viewable.Viewer):
         view: Any = pn.Column(
             pn.Row(self.control("value"), self.control("format"), self.control("convention"),
                    sizing_mode="stretch_width"),
-            self._alert, self._bits, self._formula, self._number_line, sizing_mode="stretch_width")
+            self._alert, self._stale, self._bits, self._formula, self._number_line, sizing_mode="stretch_width")
         view._lowprec_widget = self
         return view
 
     def __panel__(self) -> pn.viewable.Viewable:
-        left = pn.Column("### Bin explorer", self.controls(), self._alert, width=290)
+        # the message sits right under the value box it is about (below all seven controls it was
+        # out of sight on a phone and below the fold on a laptop)
+        rest = [self.control(name) for name in self.controls_order if name != "value"]
+        left = pn.Column("### Bin explorer", self.control("value"), self._alert, *rest, width=290)
         right = pn.Column(
-            self._bits, self._formula, self._note, self._summary, self._number_line,
+            self._stale, self._bits, self._formula, self._note, self._summary, self._number_line,
             pn.Row(self._gap), self._table_note, self._table, sizing_mode="stretch_width",
         )
         return pn.Row(left, right, sizing_mode="stretch_width")

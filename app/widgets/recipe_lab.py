@@ -7,11 +7,27 @@ the per-block error map. Every number comes from `simulations.lab` (`run_lab`); 
 `LabView` into columns and words. Text that comes from the user (file and tensor names, messages
 quoting them) is escaped before it reaches a Markdown pane; bad input shows a message and the last
 good view stays.
+
+Uploads (issue 33): the drop area accepts any file in the browser — Chromium gives most checkpoints
+no MIME type, and filepond compared the suffix list with it, so every real `.npy`, `.safetensors`,
+`.pt` … was refused — and the server decides by the name's suffix, else by the content's magic bytes
+(`workbench.upload_kind`). The size limit is enforced on the server as the chunks arrive
+(`LabDropper`): a chunk count, order or running size the limit does not allow drops the upload
+there, before anything is assembled. Served, every run (an upload, a control change) goes to a
+worker process (`work.run_in_process` → `app.lab_jobs.run`), off the event loop every session
+shares, and a newer request supersedes an older one at its next tensor; the server keeps an
+upload only as a file in a private folder, removed with the widget. In a notebook, runs are inline.
 """
 
 from __future__ import annotations
 
+import logging
 import math
+import os
+import shutil
+import tempfile
+import weakref
+from pathlib import PurePath
 from typing import Any
 
 import panel as pn
@@ -19,7 +35,9 @@ import param
 from bokeh.models import ColumnDataSource
 
 from lowprec.app import work
+from lowprec.app.lab_jobs import Source
 from lowprec.app.params import config_widget, widget_config
+from lowprec.config import from_mapping
 from lowprec.app.text import as_text
 from lowprec.app.theme import wrap_row
 from lowprec.app.plots.lab import (
@@ -27,12 +45,15 @@ from lowprec.app.plots.lab import (
     detail_sources,
     error_bits_figure,
     error_map_figure,
+    fit_text_columns,
     histogram_figure,
     results_table,
+    set_error_map_range,
     table_data,
 )
 from lowprec.simulations.lab.readers import SUFFIXES
 from lowprec.simulations.lab.samples import SAMPLES_DOC
+from lowprec.simulations.lab.measure import usable_error
 from lowprec.simulations.lab.workbench import (
     UPLOAD_LIMIT_BYTES,
     LabConfig,
@@ -43,9 +64,13 @@ from lowprec.simulations.lab.workbench import (
     sample_input,
     tensor_names,
     upload_input,
+    upload_kind,
 )
 
-__all__ = ["RecipeLab", "plain"]
+__all__ = ["LabDropper", "RecipeLab"]
+
+log = logging.getLogger(__name__)
+
 
 def _number(v: Any, fmt: str) -> str:
     if v is None:
@@ -54,12 +79,138 @@ def _number(v: Any, fmt: str) -> str:
     return str(f) if not math.isfinite(f) else format(f, fmt)
 
 
-#: the drop zone's label stays readable when the dropper is disabled (an exported page, where
-#: nothing can be uploaded): filepond dims it to half opacity, below WCAG AA contrast (axe)
+def _base(name: str) -> str:
+    return PurePath(str(name).replace("\\", "/")).name or "upload"
+
+
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+#: the drop zone's label stays readable when the dropper is disabled, and filepond's light panel
+#: follows the page's theme (its own colours left a bright strip under the drop area in the dark
+#: theme); the custom properties of the page reach into the widget's shadow root
 DROPPER_CSS = """
 .filepond--root[data-disabled] .filepond--drop-label label { opacity: 1; }
 .filepond--root[data-disabled] .filepond--drop-label { cursor: not-allowed; }
+.filepond--panel-root { background-color: var(--lp-surface, #f3f5f7); border: 1px dashed var(--lp-border, #d5dae0); }
+.filepond--drop-label { color: var(--lp-text, #1c2127); }
+.filepond--drop-label label { color: var(--lp-text, #1c2127); }
+.filepond--label-action { text-decoration-color: var(--lp-link, #0a58b0); color: var(--lp-link, #0a58b0); }
+.filepond--root { margin-bottom: 0; }
 """
+
+
+class LabDropper(pn.widgets.FileDropper):
+    """Panel's FileDropper with the size limit enforced on the server as the chunks arrive, and the
+    file written to disk as it arrives. The browser sends a file in `chunk_size` pieces, each saying
+    its number and the total, and Panel kept every piece of every file name in memory until the
+    last (a crafted total of a million chunks held memory per name until the session closed; a
+    file over the limit was assembled before anyone looked at its size; a complete one was joined
+    into a second copy on the event loop). Here one upload is pending at a time, its chunks appended
+    to a file in a private folder; a chunk whose total exceeds what the limit allows, that arrives
+    out of order, or that takes the running size over the limit drops the upload there (its file
+    deleted) and sets `refused` to the reason (naming the file). A complete upload sets `received`
+    to (the browser's file name, the path of the file) — `value` stays empty: nothing of the file
+    is held in memory."""
+
+    limit_bytes = param.Integer(default=UPLOAD_LIMIT_BYTES, bounds=(1, None), doc="largest file accepted, bytes")
+    refused = param.String(default="", doc="why the last upload was dropped on arrival ('' if it was not)")
+    received = param.Tuple(default=None, allow_None=True, length=2,
+                           doc="(file name, path on the server) of the last complete upload")
+
+    _rename = {**pn.widgets.FileDropper._rename, "limit_bytes": None, "refused": None, "received": None}
+
+    def __init__(self, **params: Any) -> None:
+        super().__init__(**params)
+        self._received = 0
+        self._spool: tuple[str, str, Any] | None = None  # (name, path, open file) of the pending upload
+        self._folder: str | None = None
+        self._count = 0
+
+    def max_chunks(self) -> int:
+        """The most chunks a file within the limit arrives in (the browser sends ceil((size + 1) / chunk))."""
+        return -(-(self.limit_bytes + 1) // max(1, self.chunk_size))
+
+    def spool_folder(self) -> str:
+        """The private folder uploads are written to (removed with the widget)."""
+        if self._folder is None:
+            self._folder = tempfile.mkdtemp(prefix="lowprec-lab-spool-")
+            weakref.finalize(self, shutil.rmtree, self._folder, True)
+        return self._folder
+
+    def _discard(self) -> None:
+        """Close and delete the pending upload's file, if any."""
+        if self._spool is not None:
+            _, path, fh = self._spool
+            self._spool = None
+            try:
+                fh.close()
+                os.unlink(path)
+            except OSError:
+                pass
+        self._file_buffer.clear()
+        self._received = 0
+
+    def _drop(self, reason: str) -> None:
+        self._discard()
+        self.refused = ""
+        self.refused = reason
+
+    def _process_event(self, event: Any) -> None:
+        data = event.data if isinstance(getattr(event, "data", None), dict) else {}
+        if event.event_name == "delete_event":
+            self._discard()
+            super()._process_event(event)
+            return
+        name, chunk, total, payload = data.get("name"), data.get("chunk"), data.get("total_chunks"), data.get("data")
+        if not isinstance(name, str) or not 0 < len(name) <= 1000:
+            self._drop("the upload arrived without a usable file name; try again")
+            return
+        base = _base(name)
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (chunk, total)):
+            self._drop(f"{base}: the upload arrived malformed (chunk numbers); try again")
+            return
+        assert isinstance(chunk, int) and isinstance(total, int)
+        if not 1 <= total <= self.max_chunks():
+            self._drop(f"{base}: over the {self.limit_bytes / 1e6:.0f} MB upload limit; run `lowprec analyze "
+                       f"{base}` on your machine instead")
+            return
+        if not 1 <= chunk <= total or not isinstance(payload, (bytes, bytearray, memoryview)):
+            self._drop(f"{base}: the upload arrived malformed (chunk {chunk} of {total}); try again")
+            return
+        if chunk == 1:
+            self._discard()
+            self._count += 1
+            path = os.path.join(self.spool_folder(), f"upload-{self._count}")
+            self._spool = (name, path, open(path, "wb"))
+            self._received = 0
+            self.refused = ""
+            self._chunks = 0
+        elif self._spool is None or self._spool[0] != name or self._chunks != chunk - 1:
+            self._drop(f"{base}: the upload arrived out of order (chunk {chunk} of {total}); try again")
+            return
+        self._received += len(payload)
+        if self._received > self.limit_bytes:
+            self._drop(f"{base}: over the {self.limit_bytes / 1e6:.0f} MB upload limit; run `lowprec analyze "
+                       f"{base}` on your machine instead")
+            return
+        assert self._spool is not None
+        self._spool[2].write(payload)
+        self._chunks = chunk
+        if chunk < total:
+            return
+        _, path, fh = self._spool
+        fh.close()
+        self._spool = None
+        self._received = 0
+        self.refused = ""
+        self.mime_type = {name: str(data.get("type", ""))}
+        self.received = None
+        self.received = (name, path)
 
 
 @config_widget(LabConfig)
@@ -73,7 +224,13 @@ class RecipeLab(pn.viewable.Viewer):
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)
         self.error = ""
-        self.upload: LabInput | None = None  # the uploaded file's tensors, while one is loaded
+        self.upload: LabInput | None = None  # inline (a notebook): the uploaded file's tensors
+        self._upload_source: Source | None = None  # served: ("upload", name, the server's copy)
+        self._view_source: Source | None = ("sample", self.config().sample)  # what the shown view was computed from
+        self._folder: str | None = None  # served: the private folder of uploaded copies
+        self._generation = 0  # bumped by every served request; an older run is superseded
+        self._slot = work.claim_slot(self)
+        self._busy = work.busy_indicator()
         self._alert = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
         self.view_data: LabView = run_lab(self._input(), self.config())  # the defaults must work
         self.sources = {"table": ColumnDataSource(colored(table_data(self.view_data.report)))}
@@ -83,10 +240,12 @@ class RecipeLab(pn.viewable.Viewer):
             f"**Upload a file of at most {limit}** ({', '.join(sorted(SUFFIXES))}; PyTorch files are read with "
             "`torch.load(weights_only=True)`, never unpickled), or pick a bundled sample below. Larger "
             "checkpoints: `lowprec analyze PATH` on your machine.", sizing_mode="stretch_width")
-        self._dropper = pn.widgets.FileDropper(
-            accepted_filetypes=sorted(SUFFIXES), max_file_size=limit.replace(" ", ""), multiple=False,
-            sizing_mode="stretch_width", height=110, stylesheets=[DROPPER_CSS])
-        self._dropper.param.watch(self._on_upload, "value")
+        # no accepted_filetypes: filepond would compare them with the browser's MIME type, which
+        # Chromium leaves empty for these files; the server checks the name and the content
+        self._dropper = LabDropper(max_file_size=limit.replace(" ", ""), multiple=False,
+                                   sizing_mode="stretch_width", height=110, stylesheets=[DROPPER_CSS])
+        self._dropper.param.watch(self._on_received, "received")
+        self._dropper.param.watch(self._on_refused, "refused")
         self._use_sample = pn.widgets.Button(label="Use the sample instead", visible=False)
         self._use_sample.on_click(self._on_use_sample)
         self._tensor_select = pn.widgets.Select(label="tensor in detail", options=tensor_names(self.view_data),
@@ -106,21 +265,68 @@ class RecipeLab(pn.viewable.Viewer):
     def _input(self) -> LabInput:
         return self.upload if self.upload is not None else sample_input(self.config().sample)
 
-    def _on_upload(self, event: param.parameterized.Event) -> None:
-        files = dict(event.new or {})
-        if not files:
-            return
-        filename, data = list(files.items())[-1]
-        self.load_file(filename, data)
+    def _source(self) -> Source:
+        return self._upload_source if self._upload_source is not None else ("sample", self.config().sample)
+
+    def _on_received(self, event: param.parameterized.Event) -> None:
+        if event.new:
+            filename, path = event.new
+            self.load_path(filename, path)
+
+    def load_path(self, filename: str, path: str) -> bool:
+        """Analyse an upload the dropper wrote to `path` (what a drop does; the file is moved into this
+        widget's folder, never read into the server's memory when served); on failure say why and
+        keep the last view."""
+        try:
+            size = os.path.getsize(path)
+            if size > UPLOAD_LIMIT_BYTES:
+                raise ValueError(f"{_base(filename)}: {size / 1e6:.1f} MB is over the {UPLOAD_LIMIT_BYTES / 1e6:.0f} MB "
+                                 f"upload limit; run `lowprec analyze {_base(filename)}` on your machine instead")
+            with open(path, "rb") as fh:
+                head = fh.read(4096)
+            _, suffix = upload_kind(filename, head)
+        except (ValueError, TypeError, OSError) as exc:
+            _remove(path)
+            return self._fail(exc if not isinstance(exc, OSError) else ValueError(f"{_base(filename)}: {exc.strerror}"))
+        doc = work.served_document()
+        if doc is None:  # a notebook: as load_file
+            with open(path, "rb") as fh:
+                data = fh.read()
+            _remove(path)
+            return self.load_file(filename, data)
+        target = os.path.join(self._upload_folder(), f"upload-{self._generation + 1}{suffix}")
+        os.replace(path, target)
+        self._submit(doc, ("upload", filename, target))
+        return True
+
+    def _on_refused(self, event: param.parameterized.Event) -> None:
+        if event.new:
+            self._fail(ValueError(event.new))
 
     def load_file(self, filename: str, data: bytes) -> bool:
-        """Analyse an uploaded file (what a drop does); on failure show why and keep the last view."""
+        """Analyse an uploaded file (what a drop does); on failure show why and keep the last view.
+        Served: the file goes to a worker process and this returns True once it is on its way."""
         try:
             if isinstance(data, str):  # a text file arrives decoded
                 data = data.encode("utf-8", "surrogateescape")
-            inp = upload_input(filename, data)
+            if not isinstance(filename, str):
+                raise TypeError(f"the file name must be text, got {type(filename).__name__}")
+            if not isinstance(data, (bytes, bytearray, memoryview)):
+                raise TypeError(f"{_base(filename)}: the file's content must be bytes, got {type(data).__name__}")
+            if len(data) > UPLOAD_LIMIT_BYTES:
+                raise ValueError(f"{_base(filename)}: {len(data) / 1e6:.1f} MB is over the "
+                                 f"{UPLOAD_LIMIT_BYTES / 1e6:.0f} MB upload limit; run `lowprec analyze "
+                                 f"{_base(filename)}` on your machine instead")
+            _, suffix = upload_kind(filename, bytes(memoryview(data)[:4096]))
+            doc = work.served_document()
+            if doc is None:
+                inp = upload_input(filename, bytes(data))
         except (ValueError, TypeError) as exc:
             return self._fail(exc)
+        if doc is not None:
+            path = os.path.join(self._upload_folder(), f"upload-{self._generation + 1}{suffix}")
+            self._submit(doc, ("upload", filename, path), bytes(data))
+            return True
         previous, self.upload = self.upload, inp
         with param.parameterized.discard_events(self):
             self.tensor = ""
@@ -129,8 +335,27 @@ class RecipeLab(pn.viewable.Viewer):
             return False
         return True
 
+    def _upload_folder(self) -> str:
+        if self._folder is None:
+            self._folder = tempfile.mkdtemp(prefix="lowprec-lab-upload-")
+            weakref.finalize(self, shutil.rmtree, self._folder, True)
+        return self._folder
+
+    def _forget_uploads(self, keep: str | None = None) -> None:
+        """Remove the server's copies of uploads other than `keep` (a path)."""
+        if self._folder is None:
+            return
+        for entry in os.scandir(self._folder):
+            if entry.path != keep:
+                try:
+                    os.unlink(entry.path)
+                except OSError:
+                    pass
+
     def _on_use_sample(self, _: Any) -> None:
         self.upload = None
+        self._upload_source = None
+        self._forget_uploads()
         with param.parameterized.discard_events(self):
             self.tensor = ""
         self.update()
@@ -140,28 +365,96 @@ class RecipeLab(pn.viewable.Viewer):
             self.tensor = event.new
 
     def _on_change(self, *events: param.parameterized.Event) -> None:
-        if any(e.name == "sample" for e in events) and self.upload is not None:
+        if any(e.name == "sample" for e in events) and (self.upload is not None or self._upload_source is not None):
             self.upload = None  # picking a sample replaces the uploaded file
+            self._upload_source = None
+            self._forget_uploads()
             with param.parameterized.discard_events(self):
                 self.tensor = ""
         self.update()
 
     # ---- update ----------------------------------------------------------------------------------
     def update(self) -> bool:
-        """Recompute and push the new columns (inside the document lock when served)."""
+        """Recompute and push the new columns (inside the document lock when served). Served: the
+        run goes to a worker process and this returns True once it is submitted."""
+        doc = work.served_document()
+        if doc is not None:
+            try:
+                self.config()
+            except (ValueError, TypeError) as exc:
+                return self._fail(exc)
+            self._submit(doc, self._source())
+            return True
         with work.batched():
             try:
                 view = run_lab(self._input(), self.config())
             except (ValueError, TypeError) as exc:
                 return self._fail(exc)
-            self.error = ""
-            self._alert.visible = False
-            self.view_data = view
-            self.sources["table"].data = colored(table_data(view.report))
-            for k, v in self._detail_data(view).items():
-                self.sources[k].data = v
-            self._show()
+            self._view_source = ("sample", self.config().sample) if self.upload is None else None
+            self._apply(view)
             return True
+
+    def _submit(self, doc: Any, source: Source, data: bytes | None = None) -> None:
+        """Run `source` under the current config in a worker process (see the module docstring);
+        `data` is an upload's content, written to its path (source[2]) first, off the event loop."""
+        self._generation += 1
+        generation = self._generation
+        work.post_generation(self._slot, generation)
+        config = self.config()
+        if source[0] == "upload" and source != self._upload_source:  # a new file: its first tensor in detail
+            config = from_mapping(LabConfig, {**config.to_dict(), "tensor": ""})  # type: ignore[attr-defined]
+        reuse = self.view_data.report if source == self._view_source else None  # run_lab checks its recipes
+        self._busy.value = True
+
+        def compute() -> LabView:
+            if data is not None:
+                with open(source[2], "wb") as fh:
+                    fh.write(data)
+            view: LabView = work.run_in_process("lowprec.app.lab_jobs:run", source, config, reuse,
+                                                slot=self._slot, generation=generation)
+            return view
+
+        def finish(outcome: work.Outcome) -> None:
+            if generation != self._generation:
+                return  # superseded: a newer run owns the view and the indicator
+            self._busy.value = False
+            if outcome.error is not None:
+                if source[0] == "upload" and source != self._upload_source:
+                    self._forget_uploads(keep=None if self._upload_source is None else self._upload_source[2])
+                if isinstance(outcome.error, (ValueError, TypeError)):
+                    self._fail(outcome.error)
+                    return
+                if isinstance(outcome.error, RuntimeError) and "worker process" in str(outcome.error):
+                    log.warning("RecipeLab: %s", outcome.error)  # the pool is replaced: the next run works
+                    self._fail(RuntimeError(f"{outcome.error}; try again"))
+                    return
+                self._fail(RuntimeError(f"internal error ({type(outcome.error).__name__}); see the server log"))
+                raise outcome.error
+            if source[0] == "upload":
+                if source != self._upload_source:  # a new file: its first tensor in detail
+                    with param.parameterized.discard_events(self):
+                        self.tensor = ""
+                self._upload_source = source
+                self._forget_uploads(keep=source[2])
+            self._view_source = source
+            self._apply(outcome.value)
+
+        work.submit(doc, compute, finish)
+
+    @property
+    def busy(self) -> bool:
+        """Whether a served run is in progress."""
+        return bool(self._busy.value)
+
+    def _apply(self, view: LabView) -> None:
+        self.error = ""
+        self._alert.visible = False
+        self.view_data = view
+        self.sources["table"].data = colored(table_data(view.report))
+        fit_text_columns(self._table.object, self.sources["table"].data)
+        for k, v in self._detail_data(view).items():
+            self.sources[k].data = v
+        self._show()
 
     def _fail(self, exc: BaseException) -> bool:
         self.error = f"Invalid input: {exc}"
@@ -176,23 +469,37 @@ class RecipeLab(pn.viewable.Viewer):
                     "map": {"x": [], "y": [], "rel_err": [], "log10": [], "color": []}}
         return detail_sources(view.detail)
 
+    def headline(self) -> str:
+        """The sentence over the table: the recipes on the error/bits Pareto front over every tensor,
+        most bits first, each with its pooled error and size (a plain "lowest error" always crowned a
+        16-bit cast); the lab's ranking decides which are on it."""
+        rows = [r for r in self.view_data.report.ranking
+                if r["pareto"] and r["complete"] and usable_error(r["rms_rel_err"])]
+        if not rows:
+            return ("No recipe applies to every tensor with a usable error, so none is compared over the whole "
+                    "input; the table has each tensor's numbers.")
+        rows.sort(key=lambda r: -float(r["bits_per_element"]))
+        best = "; ".join(f"**{as_text(r['recipe'])}** {_number(r['rms_rel_err'], '.2e')} at "
+                         f"{_number(r['bits_per_element'], '.3g')} bits" for r in rows)
+        return (f"Lowest error for its size, over every tensor (no other recipe has both fewer bits per element "
+                f"and a smaller RMS relative error): {best}. Click a column header to sort the table.")
+
     def _show(self) -> None:
         view = self.view_data
         names = tensor_names(view)
         self._tensor_select.options = names
         if view.tensor in names:
             self._tensor_select.value = view.tensor
-        self._use_sample.visible = self.upload is not None
+        self._use_sample.visible = self.upload is not None or self._upload_source is not None
         facts = describe(view)
-        lines = [f"**{as_text(facts['input'])}**: {facts['tensors']} tensor(s) × {facts['recipes']} recipe(s), "
+        parts = [f"**{as_text(facts['input'])}**: {facts['tensors']} tensor(s) × {facts['recipes']} recipe(s), "
                  f"{facts['skipped']} skipped."]
-        for s in view.report.skipped:
-            lines.append(f"- skipped {as_text(s.name or s.path)}: {as_text(s.reason)}")
-        if facts["best"] is not None:
-            lines.append(f"Lowest error over every tensor: **{as_text(facts['best'])}** (RMS relative error "
-                         f"{_number(facts['best_rms_rel_err'], '.3e')} at {_number(facts['best_bits'], '.3g')} "
-                         "bits per element). Click a column header to sort the table.")
-        self._summary.object = "\n".join(lines)
+        if view.report.skipped:
+            parts.append("\n".join(f"- skipped {as_text(s.name or s.path)}: {as_text(s.reason.rstrip('.'))}."
+                                   for s in view.report.skipped))
+        if view.report.tensors:
+            parts.append(self.headline())
+        self._summary.object = "\n\n".join(parts)  # a blank line ends the list: no sentence runs into it
         d = view.detail
         if d is None:
             self._detail_note.object = as_text(view.note)
@@ -210,6 +517,7 @@ class RecipeLab(pn.viewable.Viewer):
         self._flush_box.right = d.flush_log2 if math.isfinite(d.flush_log2) else lo
         self._clip_box.left = d.clip_log2
         self._flush_box.visible = self._clip_box.visible = True
+        set_error_map_range(self._map.object, self.sources["map"].data)
         self._detail_note.object = stats_line + (
             f"**{as_text(view.tensor)}** under **{as_text(d.recipe)}** ({as_text(d.element)} elements): RMS relative "
             f"error {_number(r.rms_rel_err, '.3e')}, SQNR {_number(r.sqnr_db, '.2f')} dB, "
@@ -220,14 +528,22 @@ class RecipeLab(pn.viewable.Viewer):
             f"format's {'values' if d.grid_kind == 'values' else 'binades'}. The map shows the error of each "
             f"{d.tile[0]}×{d.tile[1]} tile.")
 
+    def for_export(self) -> None:
+        """An exported page (no server): the drop area is replaced by a sentence saying what needs the
+        server, so the page shows no drop zone that does nothing."""
+        self._dropper.visible = False
+        self._limit_note.object = (
+            "**Uploading a file needs the server**: run `lowprec serve` and open the RecipeLab page there "
+            "(files up to 200 MB), or `lowprec analyze PATH` for a checkpoint of any size. This page shows "
+            "the bundled sample below.")
+
     def __panel__(self) -> pn.viewable.Viewable:
         # wrapping rows (not FlexBoxes, see theme.wrap_row): at phone width the controls and the
         # two plots wrap instead of pushing the page sideways
         controls = pn.Param(self.param, parameters=["sample", "recipes", "recipe"], show_name=False,
                             default_layout=pn.Row)  # rows in a page wrap (layout.ROW_WRAP_CSS)
         return pn.Column(
-            "### Recipe lab", self._limit_note, self._dropper, pn.pane.Markdown(SAMPLES_DOC),
-            wrap_row(controls, self._tensor_select, self._use_sample),
-            self._alert, self._summary, self._table,
-            self._scatter, self._detail_note, wrap_row(self._hist, self._map),
+            "### Recipe lab", self._limit_note, self._dropper, self._alert, self._busy,
+            pn.pane.Markdown(SAMPLES_DOC), wrap_row(controls, self._tensor_select, self._use_sample),
+            self._summary, self._table, self._scatter, self._detail_note, wrap_row(self._hist, self._map),
             sizing_mode="stretch_width")

@@ -12,11 +12,20 @@
 - `scalar`: the same arithmetic for one dot product, written to be read (Python integers), with
   the alignment of every term: what a step keeps and what it drops.
 
+- `accumulators`: which instruction a product runs on (an architecture's default, the dense
+  instruction for two operand formats) and the named accumulators other simulations offer
+  (`ACCUMULATORS`: exact, hopper, hopper_promote128, blackwell).
+- `stacks`: what Transformer Engine, torchao and DeepGEMM set per GEMM role, with sources.
+- `picture`: the bit picture of one fused step (every term aligned, the kept and the cut bits).
+- `study`: the accumulator study, `lowprec simulate gemm` / `python -m lowprec.simulations.gemm`
+  (`SIMULATION`, `GemmConfig`, `simulate_gemm`, `deepseek_v3_setup`).
+
 numpy and numba only (no torch). Oracle: MMA-Sim (PyPI `mmasim`), in the tests.
 """
 
 from __future__ import annotations
 
+from .accumulators import ACCUMULATORS, accumulate, default_instruction, dense_instruction
 from .core import DEFAULT_TILE, OUT_FORMATS, OUTPUT_CAST, GemmResult, matmul, mma
 from .isa import (
     ARCHS,
@@ -33,9 +42,11 @@ from .isa import (
     get_instruction,
     instructions,
 )
+from .study import SIMULATION, GemmConfig, GemmStudy, deepseek_v3_setup, simulate_gemm
 
 __all__ = [
-    "ARCHS", "Alignment", "DEFAULT_TILE", "DotUnit", "FAMILIES", "Family", "GemmResult", "Instruction",
-    "OUTPUT_CAST", "OUT_FORMATS", "OutputRounding", "PTX_TYPES", "TF32", "UE4M3", "families",
-    "get_instruction", "instructions", "matmul", "mma",
+    "ACCUMULATORS", "ARCHS", "Alignment", "DEFAULT_TILE", "DotUnit", "FAMILIES", "Family", "GemmConfig",
+    "GemmResult", "GemmStudy", "Instruction", "OUTPUT_CAST", "OUT_FORMATS", "OutputRounding", "PTX_TYPES",
+    "SIMULATION", "TF32", "UE4M3", "accumulate", "deepseek_v3_setup", "default_instruction",
+    "dense_instruction", "families", "get_instruction", "instructions", "matmul", "mma", "simulate_gemm",
 ]

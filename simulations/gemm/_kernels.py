@@ -185,55 +185,53 @@ def chain_plain(av: Any, ap: Any, bv: Any, bp: Any, c: Any, k_lo: int, k_hi: int
 
 
 @_jit()
-def chain_grouped(av: Any, bv: Any, c: Any, k_lo: int, k_hi: int, step: int, group: int,
-                  frac_bits: int, zero_exponent: int, nearest_align: bool, kept: int, emin: int,
-                  emax: int, nearest_out: bool, c_emin: int, d_emin: int,
-                  sav: Any, sap: Any, sbv: Any, sbp: Any, scale_block: int) -> None:
-    """GST-FDPA steps (layouts as chain_plain): each group of `group` products is summed exactly,
-    multiplied by its scale product and aligned on the scale product's exponent (of sap · sbp); a
-    group whose products are all zero, or whose scale product is zero, is a zero term."""
+def chain_group_sums(gs: Any, zs: Any, c: Any, k_lo: int, k_hi: int, step: int, group: int,
+                     frac_bits: int, zero_exponent: int, nearest_align: bool, kept: int, emin: int,
+                     emax: int, nearest_out: bool, c_emin: int, d_emin: int,
+                     sav: Any, sap: Any, sbv: Any, sbp: Any, scale_block: int) -> None:
+    """GST-FDPA steps (layouts as chain_plain) from the group sums: gs[g, i, j] = Σ_{k in group g}
+    a_ik·b_kj and zs[g, i, j] = Σ |a_ik·b_kj| for the groups of K ∈ [k_lo, k_hi) (g = 0 the group at
+    k_lo), each exact (the caller forms them where that is provable: FP4 products, by matrix
+    products). Each group sum is multiplied by its scale product and aligned on the scale product's
+    exponent (of sap · sbp); a group whose products are all zero (zs = 0), or whose scale product is
+    zero, is a zero term. Loops run over a tile's columns innermost (contiguous rows of gs)."""
     mt, nt = c.shape
     n_groups = step // group
-    gsum = np.empty((n_groups, nt))
-    absum = np.empty(nt)  # Σ |a·b| of a group: zero exactly when every product is zero
     e_max = np.empty(nt, np.int64)
+    mult = np.empty((n_groups, nt))
+    scale = np.empty(nt)
+    tot = np.empty(nt)
     cemin = c_emin
-    for k0 in range(k_lo, k_hi, step):
+    for s0 in range(0, (k_hi - k_lo) // group, n_groups):
         for i in range(mt):
             acc = c[i]
             for j in range(nt):
                 e_max[j] = lead_exponent(acc[j], cemin, zero_exponent)
             for g in range(n_groups):
-                g0 = k0 + g * group
-                b = g0 // scale_block
-                p = gsum[g]
-                p[:] = 0.0
-                absum[:] = 0.0
-                for k in range(g0, g0 + group):
-                    x = av[i, k]
-                    row = bv[k]
-                    for j in range(nt):
-                        t = x * row[j]
-                        p[j] += t
-                        absum[j] += abs(t)
+                b = (k_lo + (s0 + g) * group) // scale_block
                 ea = exponent(sap[i, b])
                 sva = sav[i, b]
                 srow_v = sbv[b]
                 srow_p = sbp[b]
+                z = zs[s0 + g, i]
+                m = mult[g]
                 for j in range(nt):
-                    mult = sva * srow_v[j]
-                    p[j] *= mult
+                    m[j] = sva * srow_v[j]
                     cand = ea + exponent(srow_p[j])
-                    take = (absum[j] != 0.0) & (mult != 0.0)  # a zero group or zero scale: a zero term
+                    take = (z[j] != 0.0) & (m[j] != 0.0)
                     e_max[j] = max(e_max[j], cand) if take else e_max[j]
             for j in range(nt):
-                s = pow2(frac_bits - e_max[j])
-                t = acc[j] * s
-                tot = np.rint(t) if nearest_align else np.trunc(t)
-                for g in range(n_groups):
-                    t = gsum[g, j] * s
-                    tot += np.rint(t) if nearest_align else np.trunc(t)
-                acc[j] = round_out(tot, e_max[j] - frac_bits, kept, emin, emax, nearest_out)
+                scale[j] = pow2(frac_bits - e_max[j])
+                t = acc[j] * scale[j]
+                tot[j] = np.rint(t) if nearest_align else np.trunc(t)
+            for g in range(n_groups):
+                row = gs[s0 + g, i]
+                m = mult[g]
+                for j in range(nt):
+                    t = (row[j] * m[j]) * scale[j]
+                    tot[j] += np.rint(t) if nearest_align else np.trunc(t)
+            for j in range(nt):
+                acc[j] = round_out(tot[j], e_max[j] - frac_bits, kept, emin, emax, nearest_out)
         cemin = d_emin
 
 

@@ -12,6 +12,9 @@ Hadamard transform, INT8 per row, INT4 per group, BF16 / FP16 casts — side by 
   and one recipe on a chunk of rows, run by `simulations.quant.quantize`.
 - `measure`: statistics, error metrics, rankings, flags (`FLAGS`), and one recipe's histogram and
   error map.
+- `_kernels`: the compiled (numba) twins of `measure`'s sums, one pass per recipe and chunk, the
+  quantizer inside for scaled casts and ocp NVFP4; the same numbers, bit for bit (the numpy code runs
+  where numba is missing or LOWPREC_CODEC=numpy).
 - `runner`: two passes over row chunks per tensor, tensors mapped over any Executor, the report.
 - `samples`: generated sample tensors (an LLM-like weight, an activation, a gradient).
 

@@ -22,7 +22,15 @@ Both fractions are over all elements of the tensor. Sums are taken per row and a
 taken of the values divided by a power of two, 2^e with e the exponent of the tensor's amax
 (`scale_log2`, known after the first pass): an exact rescaling, so the figures of an ordinary tensor
 are the same bits as without it, while an FP64 tensor of 1e300 (whose squares overflow float64) or of
-1e-300 (whose squares underflow to 0) still gets its true ratios instead of NaN or a false "exact". Statistics (`TensorStats`) over the finite
+1e-300 (whose squares underflow to 0) still gets its true ratios instead of NaN or a false "exact".
+
+Two paths, one report. The numpy code of this module is the readable reference; where the codec's
+switch sends a chunk to the compiled path (`formats.codec.compiled_kernels_for`: LOWPREC_CODEC,
+numba installed; `compiled_metrics`), `_kernels` computes the same per-row sums, maxima and counts in
+one pass per recipe over its codes and block scales (`recipes.block_layout`), or with the quantizer
+inside the pass for scaled casts and ocp NVFP4 (`recipes.fused_cast`), bit for bit the numpy
+numbers (`tests/test_lab_kernels.py`, and the whole report against the one frozen before the
+kernels, `tests/test_lab_frozen.py`). Statistics (`TensorStats`) over the finite
 elements: amax, RMS, mean, standard deviation and *excess* kurtosis m4 / m2² − 3 (population moments:
 0 for a normal distribution, 3 for a Laplace, large for heavy tails; None for a constant tensor),
 the share of exact zeros and the count of non-finite values, and the outlier channels: the channels
@@ -46,17 +54,19 @@ the best recipe (`best_of`) is the first usable one of the ranking, else none.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any, Sequence
 
 import numpy as np
 
 from lowprec import formats
-from lowprec.formats import Format
+from lowprec.formats import Format, codec
 
 from ..metrics import _ratio_metrics, clips, overflow_threshold
-from .recipes import QuantizedChunk, Recipe
+from .recipes import BlockLayout, FusedCast, QuantizedChunk, Recipe
 
 __all__ = ["ChunkSignal", "ExactSum", "FLAGS", "Flag", "OUTLIER_FACTOR", "RecipeDetail", "RecipeResult", "RecipeSums",
            "StatsSums", "TensorStats", "best_of", "file_ranking", "pareto_front", "rank_results", "scale_log2",
@@ -77,15 +87,26 @@ class ExactSum:
     Non-finite terms are summed apart (they make the total Inf or NaN)."""
 
     def __init__(self) -> None:
-        self.partials: list[float] = []
+        self.partials: list[float] | np.ndarray = []
         self.special = 0.0
 
-    def add(self, values: np.ndarray) -> None:
+    def add(self, values: np.ndarray, compiled: bool = False) -> None:
+        """Add each of `values`; `compiled`: by the compiled twin of the loop (`_kernels.exact_grow`)."""
         v = np.asarray(values, dtype=np.float64).reshape(-1)
         fin = np.isfinite(v)
         if not fin.all():
             self.special += float(v[~fin].sum())
             v = v[fin]
+        if compiled and v.size:  # the partials are kept as an array between compiled adds
+            from . import _kernels
+
+            n = len(self.partials)
+            buf = np.empty(n + v.size)
+            buf[:n] = self.partials
+            self.partials = buf[:_kernels.exact_grow(buf, n, v)]
+            return
+        if not isinstance(self.partials, list):
+            self.partials = [float(p) for p in self.partials]
         partials = self.partials
         for x in v.tolist():
             i = 0
@@ -111,6 +132,17 @@ def _nanmax(a: float, b: float) -> float:
     if math.isnan(a) or math.isnan(b):
         return float("nan")
     return max(a, b)
+
+
+def compiled_metrics(x: np.ndarray) -> ModuleType | None:
+    """The compiled metric kernels (`_kernels`) when the codec's switch sends an array of x's size
+    to the compiled path (`formats.codec.compiled_kernels_for`: LOWPREC_CODEC, numba present) and x
+    is a 2-D float32/float64 chunk; None: the numpy code below runs (the reference)."""
+    if x.ndim != 2 or x.dtype not in (np.float32, np.float64) or codec.compiled_kernels_for(x.size) is None:
+        return None
+    from . import _kernels
+
+    return _kernels
 
 
 def _finite_mask(x: np.ndarray) -> np.ndarray | None:
@@ -179,6 +211,18 @@ class StatsSums:
     m4: ExactSum = field(default_factory=ExactSum)
 
     def add_first(self, x: np.ndarray) -> None:
+        k = compiled_metrics(x)
+        if k is not None:
+            xc = np.ascontiguousarray(x)
+            rows = np.empty(x.shape[0])
+            finite, zeros, amax = k.stats_first(xc, 0, x.shape[0], rows)
+            self.numel += x.size
+            self.finite += int(finite)
+            self.zeros += int(zeros)
+            self.total.add(rows, compiled=True)
+            if x.size:
+                self.amax = max(self.amax, float(amax))
+            return
         fin = _finite_mask(x)
         xf = x if fin is None else np.where(fin, x, 0.0)
         x64 = xf.astype(np.float64)
@@ -199,14 +243,20 @@ class StatsSums:
         """The exponent the second pass divides by (`scale_log2` of the finite amax)."""
         return scale_log2(self.amax)
 
-    def add_second(self, x: np.ndarray) -> None:
+    def add_second(self, x: np.ndarray) -> "ChunkSignal":
+        """Pass 2 on rows x; returns the chunk's `ChunkSignal` (each row's Σ(x / 2^scale_log2)² over
+        its finite elements, the signal every recipe's sums share)."""
+        k = compiled_metrics(x)
+        if k is not None:
+            return self._add_second_compiled(k, np.ascontiguousarray(x))
         fin = _finite_mask(x)
         e = self.scale_log2
         xs = _descale(x.astype(np.float64), e)
         if fin is not None:
             xs = np.where(fin, xs, 0.0)
         sq = xs * xs
-        self.sumsq.add(sq.sum(axis=1))
+        row_sumsq = sq.sum(axis=1)
+        self.sumsq.add(row_sumsq)
         if self.has_channels:
             cs = sq.sum(axis=0)
             cc = (np.full(x.shape[1], x.shape[0], np.int64) if fin is None else fin.sum(axis=0))
@@ -219,6 +269,24 @@ class StatsSums:
         d2 = d * d
         self.m2.add(d2.sum(axis=1))
         self.m4.add((d2 * d2).sum(axis=1))
+        return ChunkSignal(x, e, row_sumsq, fin)
+
+    def _add_second_compiled(self, k: ModuleType, x: np.ndarray) -> "ChunkSignal":
+        rows, cols = x.shape
+        sumsq, m2, m4 = np.empty(rows), np.empty(rows), np.empty(rows)
+        width = cols if self.has_channels else 0
+        cs, cc = np.zeros(width), np.zeros(width, np.int64)
+        with np.errstate(over="ignore", invalid="ignore"):
+            e = self.scale_log2
+            finite = k.stats_second(x, 0, rows, e, k.descale_factor(e), self.mean, sumsq, m2, m4, cs, cc,
+                                    self.has_channels)
+        self.sumsq.add(sumsq, compiled=True)
+        if self.has_channels:
+            self.col_sumsq = cs if self.col_sumsq is None else self.col_sumsq + cs
+            self.col_count = cc if self.col_count is None else self.col_count + cc
+        self.m2.add(m2, compiled=True)
+        self.m4.add(m4, compiled=True)
+        return ChunkSignal(x, e, sumsq, None if finite == x.size else _UNKNOWN)
 
     def result(self) -> TensorStats:
         n = self.finite
@@ -302,12 +370,22 @@ class RecipeSums:
     numel: int = 0
     scale_log2: int = 0  # the exponent the sums' values are divided by (the tensor's, `scale_log2`)
 
-    def add(self, x: np.ndarray, q: QuantizedChunk, chunk: "ChunkSignal | None" = None) -> None:
+    def add(self, x: np.ndarray, q: QuantizedChunk, chunk: "ChunkSignal | None" = None, split: bool = True) -> None:
         """Rows `x` and the recipe's result on them; `chunk` is `ChunkSignal(x, scale_log2)`, shared
-        by every recipe of the chunk (made here when not given)."""
+        by every recipe of the chunk (made here when not given); `split`: the compiled kernels split
+        the rows over the codec's threads (the runner, which runs recipes side by side, says no)."""
         c = ChunkSignal(x, self.scale_log2) if chunk is None else chunk
         if c.scale_log2 != self.scale_log2:
             raise ValueError(f"the chunk is scaled by 2^{c.scale_log2}, the sums by 2^{self.scale_log2}")
+        k = compiled_metrics(x)
+        if k is not None and q.fused is not None and self._add_fused(k, np.ascontiguousarray(x), q.fused, c, split):
+            return
+        # (a single block of 16 under an RHT: numpy's product of one row sums in another order)
+        layout = (q.layout if k is not None and q.cast_in.shape == x.shape and (q.hadamard is None or x.size > 16)
+                  else None)
+        if k is not None and layout is not None:
+            self._add_compiled(k, np.ascontiguousarray(x), q, layout, c, split)
+            return
         with np.errstate(invalid="ignore", over="ignore"):
             d = q.x_hat - c.x64
             if c.finite is not None:
@@ -322,6 +400,60 @@ class RecipeSums:
         self.clipped += int(np.count_nonzero(clipped_mask(q, self.recipe.fmt)))
         cin = q.cast_in
         self.zeroed += int(np.count_nonzero((cin != 0) & np.isfinite(cin) & (q.cast_out == 0)))
+
+    def _add_fused(self, k: ModuleType, x: np.ndarray, f: FusedCast, c: "ChunkSignal", split: bool = True) -> bool:
+        """`add` by the fused kernel, the quantizer included (`recipes.fused_cast`); False, with
+        nothing added, where the policy refuses an element (the numpy quantizer raises its error)."""
+        rows = x.shape[0]
+        err = np.empty(rows)
+        edge, edge_overflows = overflow_threshold(self.recipe.fmt)
+        e = self.scale_log2
+        factor, all_finite = k.descale_factor(e), c.finite is None
+        h_inv = _NO_MATRIX if f.hadamard is None else np.ascontiguousarray(np.asarray(f.hadamard, np.float64).T)
+
+        def part(span: tuple[int, int]) -> tuple[float, bool, int, int, bool]:
+            return f.kernel(x, f.src, f.a, f.s, f.br, f.bc, f.divide, f.round32, f.table, h_inv, edge, edge_overflows,
+                            e, factor, all_finite, span[0], span[1], err, _NO_FLAT, _NO_CODES)
+
+        with np.errstate(invalid="ignore", over="ignore"):  # rows are independent: any split over threads
+            parts = codec.map_on_threads(part, _row_spans(rows, x.size) if split else [(0, rows)])
+        if any(p[4] for p in parts):
+            return False
+        self._add_parts(x, err, parts, c)
+        return True
+
+    def _add_parts(self, x: np.ndarray, err: np.ndarray, parts: Sequence[tuple[Any, ...]], c: "ChunkSignal") -> None:
+        """Add a chunk's kernel results: row error sums and each part's (max, NaN, clipped, flushed)."""
+        self.signal.add(c.row_sumsq, compiled=True)
+        if x.size:
+            for p in parts:
+                self.max_abs = _nanmax(self.max_abs, math.nan if p[1] else float(p[0]))
+        self.error.add(err, compiled=True)
+        self.numel += x.size
+        self.clipped += sum(int(p[2]) for p in parts)
+        self.zeroed += sum(int(p[3]) for p in parts)
+
+    def _add_compiled(self, k: ModuleType, x: np.ndarray, q: QuantizedChunk, layout: BlockLayout,
+                      c: "ChunkSignal", split: bool = True) -> None:
+        """`add` by the compiled kernel (the same numbers: see `_kernels`)."""
+        rows = x.shape[0]
+        err = np.empty(rows)
+        edge, edge_overflows = overflow_threshold(self.recipe.fmt)
+        h_inv = _NO_MATRIX if q.hadamard is None else np.ascontiguousarray(np.asarray(q.hadamard, np.float64).T)
+        cin = np.ascontiguousarray(q.cast_in)
+        codes = np.ascontiguousarray(q.result.codes)
+
+        e = self.scale_log2
+        factor, all_finite = k.descale_factor(e), c.finite is None
+
+        def part(span: tuple[int, int]) -> tuple[float, bool, int, int]:
+            return k.recipe_sums(x, codes, layout.table, layout.scales, layout.br, layout.bc, layout.round32, cin,
+                                 h_inv, edge, edge_overflows, e, factor, all_finite, span[0], span[1], err,
+                                 _NO_FLAT)
+
+        with np.errstate(invalid="ignore", over="ignore"):
+            parts = codec.map_on_threads(part, _row_spans(rows, x.size) if split else [(0, rows)])
+        self._add_parts(x, err, parts, c)
 
     def result(self, bits: float) -> RecipeResult:
         signal, error = self.signal.value, self.error.value
@@ -352,20 +484,46 @@ def clipped_mask(q: QuantizedChunk, fmt: Format) -> np.ndarray:
     return clips(mag, fmt) & (s > 0) & np.isfinite(s) & np.isfinite(cin)
 
 
+_NO_MATRIX = np.zeros((0, 0))
+_NO_FLAT = np.zeros(0)
+_NO_CODES = np.zeros(0, np.uint16)
+_UNKNOWN = object()  # a ChunkSignal's finite mask not known yet
+
+
+def _row_spans(rows: int, size: int) -> list[tuple[int, int]]:
+    """Row ranges of a chunk, one per codec thread (`codec.threads_for` its size)."""
+    n = max(1, min(rows, codec.threads_for(size)))
+    step = -(-rows // n)
+    return [(lo, min(rows, lo + step)) for lo in range(0, rows, step)] or [(0, 0)]
+
+
 class ChunkSignal:
     """What every recipe's sums need from one chunk of rows: the rows as float64, the finite mask
-    (None when all are finite) and each row's Σ(x / 2^scale_log2)² over its finite elements."""
+    (None when all are finite) and each row's Σ(x / 2^scale_log2)² over its finite elements
+    (`row_sumsq`: given when known, as `StatsSums.add_second` returns it). The float64 rows and the
+    mask are formed when first read (the compiled metrics read x itself)."""
 
-    def __init__(self, x: np.ndarray, scale_log2: int = 0) -> None:
-        self.finite = _finite_mask(x)
+    def __init__(self, x: np.ndarray, scale_log2: int = 0, row_sumsq: np.ndarray | None = None,
+                 finite: Any = _UNKNOWN) -> None:
+        self.x = x
         self.scale_log2 = scale_log2
-        x64 = x.astype(np.float64)
-        self.x64 = x64
-        masked = x64 if self.finite is None else np.where(self.finite, x64, 0.0)
-        if scale_log2:
-            masked = np.ldexp(masked, -scale_log2)
-        with np.errstate(over="ignore"):
-            self.row_sumsq = (masked * masked).sum(axis=1)
+        if finite is not _UNKNOWN:  # None when every element is finite, else the mask (_UNKNOWN: form it)
+            self.finite = finite
+        if row_sumsq is None:
+            masked = self.x64 if self.finite is None else np.where(self.finite, self.x64, 0.0)
+            if scale_log2:
+                masked = np.ldexp(masked, -scale_log2)
+            with np.errstate(over="ignore"):
+                row_sumsq = (masked * masked).sum(axis=1)
+        self.row_sumsq = row_sumsq
+
+    @functools.cached_property
+    def finite(self) -> np.ndarray | None:
+        return _finite_mask(self.x)
+
+    @functools.cached_property
+    def x64(self) -> np.ndarray:
+        return self.x.astype(np.float64)
 
 
 # ------------------------------------------------------------------------------------------------

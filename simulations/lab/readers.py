@@ -68,6 +68,8 @@ import numpy as np
 from .limits import LIMITS, ReadLimits
 from .tensors import (
     ANALYSED_DTYPES,
+    dtype_label,
+    dtype_reason,
     FLOAT_DTYPES,
     ArrayRows,
     Inventory,
@@ -267,9 +269,10 @@ def _numpy_skip_reason(dt: np.dtype) -> str:
                 "a .safetensors file)")
     if dt.byteorder == ">":
         return f"big-endian dtype {dt.str}"
-    kinds = {"i": "integer", "u": "unsigned integer", "b": "boolean", "c": "complex", "U": "text", "S": "bytes",
-             "M": "datetime", "m": "timedelta"}
-    return f"{kinds.get(dt.kind, 'non-float')} dtype {dt.name} ({ANALYSED_DTYPES})"
+    kinds = {"U": "text", "S": "bytes", "M": "datetime", "m": "timedelta"}
+    if dt.kind in kinds:
+        return f"{kinds[dt.kind]} dtype {dt.name} ({ANALYSED_DTYPES})"
+    return dtype_reason(dt.name)
 
 
 _NPY_MAGIC = b"\x93NUMPY"
@@ -464,8 +467,7 @@ def _scan_safetensors(path: str, inv: Inventory, limits: ReadLimits) -> None:
             raise LabReadError(f"{path}: tensor {name!r} has {len(shape)} dimensions (at most {limits.max_dims})")
         ours = _SAFETENSORS_DTYPES.get(code)
         if ours is None:
-            inv.skipped.append(Skipped(path, name, f"dtype {code} ({ANALYSED_DTYPES})",
-                                       shape, code))
+            inv.skipped.append(Skipped(path, name, dtype_reason(code), shape, dtype_label(code)))
             continue
         begin = int(header[name]["data_offsets"][0])
         inv.tensors.append(TensorRef(path, name, "safetensors", shape, ours, start + begin))

@@ -5,8 +5,10 @@ One tensor (`analyze_rows`) takes two passes over its rows, `chunk_elements` ele
 (rounded to whole rows, and to multiples of 16 rows when a recipe has 16×16 tiles): the first
 measures the statistics' sums and the whole-tensor amaxes some recipes need (`recipes.GlobalAmax`),
 the second quantizes each chunk with every applicable recipe and accumulates the error sums
-(`measure`). Memory therefore stays at about one chunk's working set (≈ 100 bytes per element of a
-chunk at the peak, for the float64 temporaries of one recipe) plus what the reader maps: rows read
+(`measure`). Memory therefore stays at about one chunk's working set (on the compiled path a few
+bytes per element of a chunk: the rows, one recipe's codes where its quantizer runs apart, and
+row-sized buffers; on the numpy path ≈ 100 bytes per element at the peak, for the float64
+temporaries of one recipe) plus what the reader maps: rows read
 from `.npy` / `.safetensors` files are copied chunk by chunk, a `.npz` member is streamed from the
 archive, a state dict's storage is memory-mapped. A 1-D tensor longer than `limits.LINE_SEGMENT`
 elements is read in segments of that many elements (a multiple of every block width), so it is
@@ -26,7 +28,8 @@ None runs them one after the other in this process; a `ProcessPoolExecutor` (`lo
 `lowprec[cluster]` extra; every worker must see the files at the same paths) run them elsewhere. A
 task is a `TensorTask` (the file, the tensor's name and where its bytes are, the recipes): each
 worker opens the file itself and returns a small `TensorReport`, and `executor.map` keeps the order,
-so every executor gives a report identical to the serial one.
+so every executor gives a report identical to the serial one. A pool's workers share the CPUs out
+for the codec's threads (`worker_threads`), so N workers do not run N × the codec's threads.
 """
 
 from __future__ import annotations
@@ -34,20 +37,23 @@ from __future__ import annotations
 import contextlib
 import csv
 import dataclasses
+import functools
 import io
 import math
 import os
 import re
-from concurrent.futures import Executor
+import threading
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
+from lowprec.formats import codec
+
 from ..granularity import parse_granularity
 from .limits import LIMITS, LINE_SEGMENT, ReadLimits
 from .measure import (
-    ChunkSignal,
     DetailSums,
     Flag,
     RecipeDetail,
@@ -56,6 +62,7 @@ from .measure import (
     StatsSums,
     TensorStats,
     best_of,
+    compiled_metrics,
     file_ranking,
     map_tile,
     pareto_front,
@@ -67,8 +74,8 @@ from .readers import Inventory, LabReadError, RowSource, Skipped, TensorRef, arr
 from .recipes import Family, GlobalAmax, Recipe, parse_recipes, quantize_chunk
 
 __all__ = ["CHUNK_ELEMENTS", "LabReport", "TensorReport", "TensorTask", "analyze", "analyze_arrays",
-           "analyze_rows", "analyze_task", "available_cpus", "check_scheduler_address", "open_executor",
-           "rows_per_chunk", "worker_count"]
+           "analyze_rows", "analyze_task", "available_cpus", "check_scheduler_address", "init_worker",
+           "open_executor", "rows_per_chunk", "worker_count", "worker_threads"]
 
 CHUNK_ELEMENTS = 1 << 20  # elements per chunk (rounded to whole rows)
 
@@ -191,22 +198,24 @@ def _analyze_rows(ref: TensorRef, source: RowSource, recipes: Sequence[Recipe], 
     amax = GlobalAmax()
     with np.errstate(all="ignore"):  # NaN, Inf and huge inputs are measured, not warned about
         for _, x in _chunks(source, line, step):
-            stats.add_first(x)
-            for r in active:
-                amax.add(run[r.name], x)
+            both = _in_parallel(x)
+            _each([functools.partial(stats.add_first, x)]
+                  + [functools.partial(amax.add, run[r.name], x) for r in active if run[r.name].global_amax], both)
         e = stats.scale_log2
         sums = {r.name: RecipeSums(r, scale_log2=e) for r in active}
         dsums = (DetailSums(detail_recipe, rows, cols, tile, scale_log2=e, line=line)
                  if detail_recipe is not None else None)
         for lo, x in _chunks(source, line, step):
-            stats.add_second(x)
-            chunk = ChunkSignal(x, e)
-            for r in active:
+            chunk = stats.add_second(x)
+            both = _in_parallel(x)
+
+            def one(r: Recipe, lo: int = lo, x: np.ndarray = x, chunk: Any = chunk, both: bool = both) -> None:
                 q = quantize_chunk(run[r.name], x, amax)
-                sums[r.name].add(x, q, chunk)
+                sums[r.name].add(x, q, chunk, split=not both)
                 if dsums is not None and r is detail_recipe:
                     dsums.add(lo, x, q)
-                del q
+
+            _each([functools.partial(one, r) for r in active], both)
     tstats = stats.result()
     no_finite = tstats.numel > 0 and tstats.nonfinite == tstats.numel
     results = []
@@ -219,6 +228,44 @@ def _analyze_rows(ref: TensorRef, source: RowSource, recipes: Sequence[Recipe], 
     return TensorReport(ref.label, ref.path, ref.shape, ref.dtype, tstats, results, rank_results(results),
                         pareto_front(results), dsums.result() if dsums is not None else None,
                         tensor_flags(tstats, results))
+
+
+_POOL: ThreadPoolExecutor | None = None
+_POOL_SIZE = 0
+_POOL_LOCK = threading.Lock()
+
+
+def _pool() -> ThreadPoolExecutor:
+    """The lab's thread pool (as many threads as the codec's; apart from the codec's own pool, which
+    the recipes' quantizers use from inside these threads)."""
+    global _POOL, _POOL_SIZE
+    with _POOL_LOCK:
+        if _POOL is None or _POOL_SIZE != codec.codec_threads():
+            _POOL_SIZE = codec.codec_threads()
+            _POOL = ThreadPoolExecutor(max_workers=_POOL_SIZE, thread_name_prefix="lowprec-lab")
+        return _POOL
+
+
+def _in_parallel(x: np.ndarray) -> bool:
+    """Whether a chunk's recipes run side by side on the lab's threads: on the compiled path (whose
+    working set per recipe is a few bytes per element) with more than one codec thread."""
+    return codec.codec_threads() > 1 and compiled_metrics(x) is not None
+
+
+def _quiet(fn: Callable[[], None]) -> None:
+    with np.errstate(all="ignore"):  # numpy's error state is per thread
+        fn()
+
+
+def _each(fns: Sequence[Callable[[], None]], parallel: bool) -> None:
+    """Call each of `fns` — on the lab's threads when `parallel` (they touch disjoint sums: every
+    figure is the same whatever the order; a chunk's work ends before the next chunk's starts)."""
+    if not parallel or len(fns) < 2:
+        for fn in fns:
+            fn()
+        return
+    for future in [_pool().submit(_quiet, fn) for fn in fns]:
+        future.result()
 
 
 def analyze_task(task: TensorTask) -> TensorReport:
@@ -372,12 +419,15 @@ def _recipes(recipes: str | Sequence[str] | Sequence[Recipe] | None) -> tuple[Re
 
 def analyze_arrays(arrays: dict[str, Any], recipes: str | Sequence[str] | Sequence[Recipe] | None = None, *,
                    detail: tuple[str, str] | None = None, chunk_elements: int = CHUNK_ELEMENTS,
-                   label: str = "") -> LabReport:
+                   label: str = "", progress: ProgressFn | None = None) -> LabReport:
     """The lab on in-memory arrays (the widget's samples, tests), serially; `detail` = (tensor,
-    recipe) adds that recipe's drawing data to that tensor's report. Non-float arrays are skipped."""
+    recipe) adds that recipe's drawing data to that tensor's report. Non-float arrays are skipped.
+    `progress(done, total)` follows each array (it may raise to stop the run)."""
     chosen = _recipes(recipes)
     reports, skipped = [], []
-    for name, arr in arrays.items():
+    for done, (name, arr) in enumerate(arrays.items()):
+        if progress is not None:
+            progress(done, len(arrays))
         try:
             ref, source = array_source(arr, name)
         except ValueError as exc:
@@ -482,8 +532,22 @@ def open_executor(workers: int = 1, scheduler: str | None = None,
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    with ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("spawn")) as pool:
+    with ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("spawn"), initializer=init_worker,
+                             initargs=(worker_threads(n),)) as pool:
         yield pool
+
+
+def worker_threads(workers: int) -> int:
+    """Codec threads for each of `workers` pool processes: the CPUs shared out among them (at least
+    one each, at most the codec's own count), so a pool does not run more threads than CPUs."""
+    return max(1, min(codec.codec_threads(), available_cpus() // max(1, workers)))
+
+
+def init_worker(threads: int) -> None:
+    """A pool worker's start: its codec threads (`worker_threads`), unless LOWPREC_CODEC_THREADS
+    names them."""
+    if not os.environ.get("LOWPREC_CODEC_THREADS"):
+        codec.set_codec_threads(threads)
 
 
 def stats_array(report: LabReport, column: str) -> np.ndarray:

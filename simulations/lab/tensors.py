@@ -23,7 +23,7 @@ import numpy as np
 
 from .limits import ReadLimits
 
-__all__ = ["ANALYSED_DTYPES", "ArrayRows", "FLOAT_DTYPES", "Inventory", "LabReadError", "Skipped", "TensorRef", "check_regular",
+__all__ = ["ANALYSED_DTYPES", "dtype_label", "dtype_reason", "ArrayRows", "FLOAT_DTYPES", "Inventory", "LabReadError", "Skipped", "TensorRef", "check_regular",
            "check_zip_directory", "matrix_shape", "open_regular", "reason_of", "UniqueNames", "widen"]
 from ..quant.recipes import matrix_shape  # the matrix view (rows × last axis) the recipes quantize
 
@@ -36,6 +36,33 @@ FLOAT_DTYPES: dict[str, Any] = {
 }
 #: what a skipped tensor's reason says the lab reads: one spelling (our format names), from FLOAT_DTYPES
 ANALYSED_DTYPES = "the lab analyses " + ", ".join(FLOAT_DTYPES)
+
+_DTYPE_WORDS = {"bool": "BOOL", "bfloat16": "BF16", "bf16": "BF16", "half": "FP16", "float": "FP32",
+                "double": "FP64", "float8_e4m3fn": "E4M3FN", "f8_e4m3": "E4M3FN", "float8_e4m3fnuz": "E4M3FNUZ",
+                "float8_e5m2": "E5M2", "f8_e5m2": "E5M2", "float8_e5m2fnuz": "E5M2FNUZ", "float8_e8m0fnu": "E8M0",
+                "f8_e8m0": "E8M0", "float4_e2m1fn_x2": "E2M1 (packed ×2)", "f4": "E2M1"}
+_DTYPE_PATTERNS = ((re.compile(r"u(?:int)?(\d+)"), "UINT"), (re.compile(r"i(?:nt)?(\d+)"), "INT"),
+                   (re.compile(r"f(?:loat)?(\d+)"), "FP"), (re.compile(r"c(?:omplex)?(\d+)"), "COMPLEX"))
+
+
+def dtype_label(name: str) -> str:
+    """One spelling of a stored dtype whichever library named it (issue 33: numpy's `int64`,
+    torch's `int64`, safetensors' `I64` all read INT64): the lab's float names (BF16, FP16, FP32,
+    FP64), the formats' for FP8 (E4M3FN, E5M2, E8M0), INTn / UINTn / COMPLEXn / BOOL, else the name
+    in capitals."""
+    key = str(name).strip().lower().removeprefix("torch.")
+    if key in _DTYPE_WORDS:
+        return _DTYPE_WORDS[key]
+    for pattern, word in _DTYPE_PATTERNS:
+        match = pattern.fullmatch(key)
+        if match:
+            return f"{word}{match.group(1)}"
+    return key.upper()
+
+
+def dtype_reason(name: str) -> str:
+    """Why a tensor of another dtype is skipped, with its dtype in the one spelling (`dtype_label`)."""
+    return f"dtype {dtype_label(name)} ({ANALYSED_DTYPES})"
 
 
 class LabReadError(ValueError):

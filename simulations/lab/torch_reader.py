@@ -42,6 +42,8 @@ from lowprec.extras import missing_dependency
 from .limits import LIMITS, ReadLimits
 from .tensors import (
     ANALYSED_DTYPES,
+    dtype_label,
+    dtype_reason,
     ArrayRows,
     Inventory,
     LabReadError,
@@ -229,7 +231,7 @@ def scan_state_dict(path: str, inv: Inventory, limits: ReadLimits = LIMITS) -> N
         elif value.is_quantized:
             inv.skipped.append(Skipped(path, name, "quantized tensor", shape, dtype))
         elif dtype not in _TORCH_DTYPES:
-            inv.skipped.append(Skipped(path, name, f"dtype {dtype} ({ANALYSED_DTYPES})", shape, dtype))
+            inv.skipped.append(Skipped(path, name, dtype_reason(dtype), shape, dtype_label(dtype)))
         elif _expanded(value):
             held = value.untyped_storage().nbytes() // value.element_size()
             inv.skipped.append(Skipped(path, name, f"an expanded view: {value.numel()} elements over a storage of "

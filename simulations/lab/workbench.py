@@ -5,8 +5,11 @@ recipe in detail — its log-magnitude histogram, the format's grid, the flush a
 per-block error map). The widget draws a `LabView` and computes nothing itself.
 
 An upload arrives as bytes with the browser's file name. `upload_input` refuses anything over
-`UPLOAD_LIMIT_BYTES` (200 MB, the limit the page shows) or with a suffix the readers do not know,
-writes the bytes to a private temporary folder under the name's suffix only (the user's name is
+`UPLOAD_LIMIT_BYTES` (200 MB, the limit the page shows); its kind comes from the name's suffix, or,
+for a name without a suffix the readers know (a browser's download named `model`, `weights.data`),
+from its first bytes (`content_suffix`: the `.npy` magic, a zip archive of `.npy` members or of a
+PyTorch checkpoint, a safetensors header, a pickle) — never from a MIME type, which browsers leave
+empty for these files. It writes the bytes to a private temporary folder under the name's suffix only (the user's name is
 never a path here), reads it with `readers.scan` (so the same checks apply as to `lowprec analyze`:
 no pickle executed, torch files through `torch.load(weights_only=True)`), loads every float tensor
 into memory (at most `UPLOAD_LIMIT_ELEMENTS` elements in all) and deletes the folder. Errors are
@@ -19,7 +22,7 @@ import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import PurePath
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -81,6 +84,42 @@ def sample_input(name: str) -> LabInput:
     return LabInput(f"sample {name}", sample(name))
 
 
+def content_suffix(head: bytes) -> str | None:
+    """The suffix of the reader that the file starting with `head` (its first 4 KiB or more) needs,
+    from its magic bytes: `.npy` (the NumPy magic), `.npz` (a zip archive whose first member is a
+    `.npy`), `.pt` (any other zip archive: PyTorch's format; or a pickle, its legacy one) and
+    `.safetensors` (an 8-byte little-endian header length, then a JSON object); None when none fits.
+    The reader of that suffix then checks the whole file."""
+    head = bytes(head[:4096])
+    if head.startswith(b"\x93NUMPY"):
+        return ".npy"
+    if head.startswith(b"PK\x03\x04") and len(head) >= 30:
+        name_len = int.from_bytes(head[26:28], "little")
+        first = head[30:30 + name_len]
+        return ".npz" if first.endswith(b".npy") else ".pt"
+    if len(head) >= 2 and head[0] == 0x80 and 2 <= head[1] <= 5:
+        return ".pt"
+    if len(head) >= 9:
+        size = int.from_bytes(head[:8], "little")
+        if 2 <= size <= 100 * 1000 * 1000 and head[8:9] == b"{":
+            return ".safetensors"
+    return None
+
+
+def upload_kind(filename: str, head: bytes) -> tuple[str, str]:
+    """(base name, reader suffix) of an upload: the name's suffix when the lab reads it, else the
+    one its content names (`content_suffix`); ValueError naming the file when neither does."""
+    base = PurePath(filename.replace("\\", "/")).name or "upload"
+    suffix = PurePath(base).suffix.lower()
+    if suffix in SUFFIXES:
+        return base, suffix
+    sniffed = content_suffix(head)
+    if sniffed is None:
+        raise ValueError(f"{base}: unsupported file type {suffix or '(no suffix)'!r} and no tensor file by its content; "
+                         f"the lab reads {', '.join(sorted(SUFFIXES))}")
+    return base, sniffed
+
+
 def upload_input(filename: str, data: bytes, limit_bytes: int = UPLOAD_LIMIT_BYTES,
                  limit_elements: int = UPLOAD_LIMIT_ELEMENTS) -> LabInput:
     """The float tensors of an uploaded file (see the module docstring)."""
@@ -88,11 +127,7 @@ def upload_input(filename: str, data: bytes, limit_bytes: int = UPLOAD_LIMIT_BYT
         raise TypeError(f"the file name must be text, got {type(filename).__name__}")
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise TypeError(f"{filename}: the file's content must be bytes, got {type(data).__name__}")
-    base = PurePath(filename.replace("\\", "/")).name or "upload"
-    suffix = PurePath(base).suffix.lower()
-    if suffix not in SUFFIXES:
-        raise ValueError(f"{base}: unsupported file type {suffix or '(no suffix)'!r}; the lab reads "
-                         f"{', '.join(sorted(SUFFIXES))}")
+    base, suffix = upload_kind(filename, bytes(memoryview(data)[:4096]))
     size = len(data)
     if size > limit_bytes:
         raise ValueError(f"{base}: {size / 1e6:.1f} MB is over the {limit_bytes / 1e6:.0f} MB upload limit; "
@@ -117,13 +152,19 @@ def upload_input(filename: str, data: bytes, limit_bytes: int = UPLOAD_LIMIT_BYT
     return LabInput(base, arrays, skipped)
 
 
-def run_lab(inp: LabInput, config: LabConfig) -> LabView:
+def run_lab(inp: LabInput, config: LabConfig, progress: Callable[[int, int], None] | None = None,
+            report: LabReport | None = None) -> LabView:
     """The table for every tensor of `inp` under `config.recipes`, and `config.tensor` (the first
-    when empty) under `config.recipe` in detail. ValueError for a tensor name the input lacks."""
+    when empty) under `config.recipe` in detail. ValueError for a tensor name the input lacks.
+    `progress(done, total)` is called after each tensor of the table (it may raise to stop the run);
+    `report`, the table of an earlier view of the same input and recipes, is reused instead of
+    recomputed (a change of the tensor or recipe drawn in detail)."""
     if not isinstance(config, LabConfig):
         raise TypeError(f"config must be a LabConfig, got {type(config).__name__}")
-    report = analyze_arrays(inp.arrays, parse_recipes(config.recipes), label=inp.label)
-    report.skipped[:0] = inp.skipped
+    recipes = parse_recipes(config.recipes)
+    if report is None or [r.name for r in report.recipes] != [r.name for r in recipes]:
+        report = analyze_arrays(inp.arrays, recipes, label=inp.label, progress=progress)
+        report.skipped[:0] = inp.skipped
     names = [t.name for t in report.tensors]
     if not names:
         return LabView(inp.label, report, "", None, None, f"{inp.label} holds no float tensor the lab analyses")

@@ -38,7 +38,8 @@ from .nvfp4 import NVFP4Tensor, quantize_nvfp4
 from .recipes import Recipe, ScaleFormat, Scheme, get_recipe, matrix_shape
 from .rht import apply_rht, get_rht, inverse_rht
 
-__all__ = ["QuantResult", "chunk_global_amax", "quantize", "scaled_policy", "transform_input"]
+__all__ = ["QuantResult", "chunk_global_amax", "nvfp4_amax_of_blocks", "quantize", "scaled_policy",
+           "transform_input"]
 
 _HALF_DTYPES = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
 
@@ -97,6 +98,17 @@ class QuantResult:
         if isinstance(n, FP8TileTensor):
             return n.element_scales()
         g = n.granularity
+        per_block = self.block_factors()
+        size = int(np.prod(g.block))
+        return g.from_groups(np.repeat(per_block[:, None], size, axis=1), self.shape)
+
+    def block_factors(self) -> np.ndarray:
+        """`element_scales` of an MX, NVFP4 or MXINT8 result, one per block in its granularity's
+        `to_groups` order (float64): the block scale times the second level (MXINT8: times 2^-6)."""
+        n = self.native
+        if not isinstance(n, (MXTensor, NVFP4Tensor, MXIntTensor)):
+            raise TypeError(f"block_factors is for MX, NVFP4 and MXINT8 results, not {type(n).__name__}")
+        g = n.granularity
         if isinstance(n, NVFP4Tensor):
             per_block = formats.decode(scale_groups(n.scale_codes, g, self.shape), E4M3FN).astype(np.float64)
             per_block = per_block * n.second_level_per_block()
@@ -104,8 +116,7 @@ class QuantResult:
             per_block = formats.decode(scale_groups(n.scale_codes, g, self.shape), E8M0).astype(np.float64)
             if isinstance(n, MXIntTensor):
                 per_block = per_block * MXINT_ELEMENT_SCALE
-        size = int(np.prod(g.block))
-        return g.from_groups(np.repeat(per_block[:, None], size, axis=1), self.shape)
+        return per_block
 
     def to_dict(self) -> dict[str, Any]:
         return {"recipe": self.recipe.to_dict(), "shape": list(self.shape), "source_dtype": self.source_dtype,
@@ -253,9 +264,18 @@ def chunk_global_amax(recipe: str | Recipe, x: Any) -> Any:
         with np.errstate(over="ignore"):
             arr = arr.astype(np.float32)
     g = block_grouping(tuple(arr.shape), -1, 16, rec.block_2d)
-    abits = amax_bits(g.to_groups(arr))
-    bad = abits >= inf_bits(arr.dtype)
-    block_amax = abits.view(arr.dtype)
+    return nvfp4_amax_of_blocks(rec, amax_bits(g.to_groups(arr)), arr.dtype)
+
+
+def nvfp4_amax_of_blocks(recipe: str | Recipe, abits: np.ndarray, dtype: np.dtype) -> float:
+    """An NVFP4 recipe's tensor amax (by its convention's `TensorAmax` rule) from the amax bit
+    patterns of its blocks (`_blockwise.amax_bits` of float32 or float64 input `dtype`, taken after
+    the transform and the convention's float32 rounding)."""
+    rec = get_recipe(recipe)
+    conv = get_block_convention(rec.convention)
+    abits = np.asarray(abits).reshape(-1)
+    bad = abits >= inf_bits(np.dtype(dtype))
+    block_amax = abits.view(dtype)
     if conv.float32_input:
         return nvfp4_tensor_amax(block_amax, bad, conv.nvfp4_tensor_amax)
     return nvfp4_tensor_amax(np.where(bad, 0.0, block_amax.astype(np.float64)), bad, conv.nvfp4_tensor_amax)

@@ -39,6 +39,7 @@ from ._blockwise import (
 )
 from .conventions import (
     FLT_MAX,
+    BlockConvention,
     ElementCast,
     GlobalScale,
     cast_elements,
@@ -52,7 +53,7 @@ from .conventions import (
 )
 
 __all__ = ["E4M3_NAN_CODE", "NVFP4Tensor", "NVFP4_BLOCK", "NVFP4_TENSOR_DIVISOR", "nvfp4_bits_per_element",
-           "nvfp4_tensor_scale", "four_over_six", "quantize_nvfp4"]
+           "nvfp4_tensor_scale", "four_over_six", "quantize_nvfp4", "quotient_scales"]
 
 NVFP4_BLOCK = 16  # elements per E4M3 block scale (NVIDIA's NVFP4)
 NVFP4_TENSOR_DIVISOR = E4M3FN.max * E2M1.max  # 448 · 6
@@ -244,14 +245,7 @@ def quantize_nvfp4(
 
         map_chunks(nb, work_float32)
     else:
-        block_amax = np.where(bad, 0.0, abits.view(arr.dtype).astype(np.float64))
-        ts = nvfp4_tensor_scale(nvfp4_tensor_amax(block_amax, bad, conv.nvfp4_tensor_amax)
-                                if tensor_amax is None else tensor_amax)
-        scale_pol = formats.policy_for("ocp", formats.E4M3FN)
-        scale_codes = formats.encode(block_amax / (E2M1.max * ts), formats.E4M3FN, scale_pol)
-        scale_codes[bad] = E4M3_NAN_CODE
-        full = formats.decode(scale_codes, formats.E4M3FN).astype(np.float64) * ts  # exact: 24 + 4 bits
-        full[bad] = 0.0
+        scale_codes, ts, full = quotient_scales(abits.view(arr.dtype), bad, conv, tensor_amax)
 
         def work(ci: int, lo: int, hi: int) -> None:
             s = full[lo:hi]
@@ -266,6 +260,24 @@ def quantize_nvfp4(
         map_chunks(nb, work)
     return NVFP4Tensor(g.from_groups(codes, shape), scale_layout(scale_codes, g, shape), ts, axis,
                        bool(block_2d), pol, str(arr.dtype), conv.name, row_scales, variant)
+
+
+def quotient_scales(block_amax: np.ndarray, bad: np.ndarray, conv: BlockConvention, tensor_amax: float | None = None
+                    ) -> tuple[np.ndarray, float, np.ndarray]:
+    """The scales of NVFP4 under a `GlobalScale.DECODE_QUOTIENT` convention (ocp): (E4M3 block scale
+    codes, the FP32 tensor decode scale ts, each block's full decode scale block_scale · ts, 0 for a
+    NaN/Inf block) from the blocks' amaxes (float32 or float64, flagged `bad` where NaN/Inf) and the
+    tensor amax (None: measured from the blocks by the convention's rule). Elements are then
+    E2M1(x / full) with the quotient in float64 (0 where full is 0)."""
+    block_amax = np.where(bad, 0.0, block_amax.astype(np.float64))
+    ts = nvfp4_tensor_scale(nvfp4_tensor_amax(block_amax, bad, conv.nvfp4_tensor_amax)
+                            if tensor_amax is None else tensor_amax)
+    scale_pol = formats.policy_for("ocp", formats.E4M3FN)
+    scale_codes = formats.encode(block_amax / (E2M1.max * ts), formats.E4M3FN, scale_pol)
+    scale_codes[bad] = E4M3_NAN_CODE
+    full = formats.decode(scale_codes, formats.E4M3FN).astype(np.float64) * ts  # exact: 24 + 4 bits
+    full[bad] = 0.0
+    return scale_codes, ts, full
 
 
 def four_over_six(blocks: np.ndarray, block_amax: np.ndarray, tensor_amax: float

@@ -410,7 +410,8 @@
       bins: {left: lo, right: hi, value: values, code: hex2, fill: shade, exact: exact, interval: interval},
       points: {x: values, y: values.map(function () { return 0.5; }), code: hex2, exact: exact, interval: interval, color: fill},
       ties: {x: tieX, y: tieX.map(function () { return 0.12; }), angle: tieA},
-      marker: {x0: [xPlot], x1: [xPlot], y0: [-0.05], y1: [1.05], label: ["x = " + v.input_text]},
+      marker: {x0: [xPlot], x1: [xPlot], y0: [-0.05], y1: [1.05], label: ["x = " + v.input_text],
+               align: [xPlot > (left + right) / 2 ? "right" : "left"], dx: [xPlot > (left + right) / 2 ? -4 : 4]},
       compare_points: {x: v.compare_values, y: v.compare_values.map(function () { return -0.3; }),
                        exact: v.compare_values.map(function (c) { return potText(c / scale) + sfx; })},
       gaps: gapsCols(v.gaps), compare_gaps: gapsCols(v.compare_gaps), gap_marker: {x: gmx, y: gmy}, table: table
@@ -435,6 +436,7 @@
       main.policy.overflow + " · " + tie + "</small></div>";
   };
   Explorer.prototype.draw = function (v) {
+    this.lastView = v;
     var self = this, ids = this.cfg.ids;
     var cols = this.sources(v);
     this.view = v;
@@ -484,7 +486,30 @@
     if (!a) return;
     this.error = message || "";
     a.setv({text: message ? esc("<p>" + esc(message) + "</p>") : "", visible: !!message});
+    // as served: over a stale view, say that it is the last valid value's (and clear it after)
+    var stale = this.cfg.ids.stale ? this.m(this.cfg.ids.stale) : null;
+    if (stale) {
+      var last = this.lastView ? this.lastView.input_text : this.cfg.settings.value;
+      stale.setv({text: message ? esc("<p><b>Not updated:</b> the bits, numbers and plots below still show the "
+        + "last valid value, <code>" + esc(String(last)) + "</code>.</p>") : "", visible: !!message});
+    }
   };
+
+  // ------------------------------------------------------------------ the address
+  function fromAddress(e, bare) {
+    var q;
+    try { q = new URLSearchParams(window.location.search); } catch (err) { return; }
+    var get = function (name) {
+      var v = bare !== null ? q.get(name) : null;
+      return v !== null ? v : q.get("BinExplorer." + name);
+    };
+    var set = function (id, v) { var m = e.m(id); if (m && v !== null && v !== undefined) m.value = v; };
+    var fmt = get("format"), conv = get("convention"), value = get("value");
+    if (fmt === null && conv === null && value === null) return;
+    if (conv !== null) set(e.cfg.ids.convention, conv);
+    if (fmt !== null) set(e.cfg.ids.format, fmt);
+    if (value !== null) set(e.cfg.ids.value, value);
+  }
 
   // ------------------------------------------------------------------ start
   var explorers = [];
@@ -496,12 +521,15 @@
       if (!(window.Bokeh && Bokeh.documents.length && Bokeh.index && Object.keys(Bokeh.index).length)) return;
       clearInterval(timer);
       var doc = Bokeh.documents[0];
-      list.forEach(function (c) {
+      list.forEach(function (c, i) {
         if (SHADES === null) { SHADES = c.shades; FILL = c.fill; FILL_SELECTED = c.fill_selected; }
         var e = new Explorer(c, doc);
         e.start();
         explorers.push(e);
-        if (c.formats.indexOf(c.settings.format) >= 0) e.prime();
+        var primed = c.formats.indexOf(c.settings.format) >= 0 ? e.prime() : Promise.resolve();
+        // a shared link's URL state (the served page's names: format, value, convention, or on a
+        // lesson page BinExplorer.value …): set the controls, whose watchers redraw
+        if (i === 0) primed.then(function () { fromAddress(e, list.length === 1 ? "" : null); });
       });
       window.lowprecBinExplorers = explorers;
     }, 100);
