@@ -51,6 +51,9 @@ COMMANDS: tuple[Command, ...] = (
             "list the lessons: goal, predictions and exercises (--answers, --json: their computed answers)"),
     Command("analyze", "lowprec.app.commands.analyze_cmd",
             "run your own tensors (.npy, .npz, .safetensors, state dicts) through every recipe"),
+    Command("quantize", "lowprec.app.commands.quantize_cmd",
+            "write a float checkpoint in a quantized layout (DeepSeek FP8, gpt-oss MXFP4, ModelOpt NVFP4, "
+            "compressed-tensors FP8)"),
     Command("crosscheck", "lowprec.app.commands.crosscheck_cmd",
             "check a real backend (ml_dtypes, torch, Triton) against the format model bit for bit"),
     Command("bench", "lowprec.app.commands.bench_cmd",

@@ -826,6 +826,7 @@ class Spares:
 
     START_DELAY_S = 2.0
     REFILL_DELAY_S = 2.0
+    HOLD_RETRY_S = 1.0
 
     def __init__(self) -> None:
         self._ready: dict[SpareKey, tuple[Any, pn.Column]] = {}
@@ -834,6 +835,18 @@ class Spares:
         self._started = False
         self.taken = 0  # spares handed to pages since the process started
         self.built = 0  # spares built
+        # set while spares may be built; the server clears it during its start-up warm-up (a spare
+        # RecipeLab analyses its sample: on a fresh install that compiles the lab's kernels, about a
+        # minute on two cores, which on the event loop would stall every page)
+        self._released = threading.Event()
+        self._released.set()
+
+    def hold(self) -> None:
+        """Build no spare until `release()` (scheduled ones wait, checking once a second)."""
+        self._released.clear()
+
+    def release(self) -> None:
+        self._released.set()
 
     @staticmethod
     def enabled() -> bool:
@@ -877,6 +890,9 @@ class Spares:
             self._pending.add(key)
 
         def run() -> None:
+            if not self._released.is_set():  # the server is still warming up: try again later
+                loop.call_later(self.HOLD_RETRY_S, run)
+                return
             try:  # in an empty context: no session's document is current (`pn.state.curdoc` is None)
                 contextvars.Context().run(self.fill, key)
             except Exception:  # a bug: the page that needs it builds its own (and reports it there)

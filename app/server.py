@@ -78,8 +78,10 @@ def serve(port: int = 5006, address: str = "127.0.0.1", show: bool = True, start
     except OSError as exc:
         raise _bind_error(exc, address, port) from None
     harden_static_handlers(server)
-    # the recompute widget's first checkpoint call would import torch._dynamo (~1.5 s): do it now,
-    # in the background, while the server starts
+    # the recompute widget's first checkpoint call would import torch._dynamo (~1.5 s) and the recipe
+    # lab's first analysis compiles its kernels on a fresh install: do both now, in the background,
+    # while the server starts (spare widgets wait for it: `pages.Spares.hold`)
+    pages.SPARES.hold()
     threading.Thread(target=_warm_up, name="lowprec-warm-up", daemon=True).start()
     if announce is not None:
         announce(f"http://{address}:{server.port}/")
@@ -236,11 +238,15 @@ def _warm_up() -> None:
     `gc.collect()` after sessions close; with the start-up heap (Panel, Bokeh, torch) frozen it
     scans only what sessions allocated, instead of stalling every session's event loop for a
     pass over everything."""
-    work.start_processes(worker_modules())
-    _warm_up_recompute()
-    gc.collect()
-    gc.freeze()
-    atexit.register(gc.unfreeze)  # at exit everything is collectable again (no leak reports)
+    try:
+        work.start_processes(worker_modules())
+        _warm_up_recompute()
+        _warm_up_lab()
+        gc.collect()
+        gc.freeze()
+        atexit.register(gc.unfreeze)  # at exit everything is collectable again (no leak reports)
+    finally:
+        pages.SPARES.release()
 
 
 def worker_modules() -> tuple[str, ...]:
@@ -258,6 +264,19 @@ def worker_modules() -> tuple[str, ...]:
     return tuple(sorted({cls.simulation.module for cls in classes
                          if issubclass(cls, SimulationWidget) and cls.runs_in_worker()
                          and cls.simulation is not None}))
+
+
+def _warm_up_lab() -> None:
+    """The recipe lab's default analysis (its bundled sample under the default recipes), off the
+    event loop: on a fresh install this compiles the lab's kernels (numba; cached on disk after),
+    which the first RecipeLab, spare or page, would otherwise do on the event loop."""
+    from lowprec.simulations.lab.workbench import LabConfig, run_lab, sample_input
+
+    try:
+        config = LabConfig()
+        run_lab(sample_input(config.sample), config)
+    except Exception:  # a bug: the RecipeLab page reports it when it builds
+        log.exception("warming up the recipe lab failed")
 
 
 def _warm_up_recompute() -> None:

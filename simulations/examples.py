@@ -37,7 +37,8 @@ from lowprec.formats import (
     policy_for,
 )
 
-from . import examples_blocks, examples_course, examples_extra, examples_gemm, examples_stateful, examples_transfer
+from . import (examples_blocks, examples_ckpt, examples_course, examples_extra, examples_gemm, examples_stateful,
+               examples_transfer)
 from ._io import ArgumentParser, check_output_path, error_exit, write_json
 from .example_record import Example, Value, as_number, format_number
 from .quant.mx import mx_scale_rule_table
@@ -444,6 +445,7 @@ EXAMPLES: dict[str, Callable[[], Example]] = {
     **examples_transfer.EXAMPLES,  # the course's transfer questions
     **examples_gemm.EXAMPLES,  # tensor-core products (lessons 8 and 23)
     **examples_stateful.EXAMPLES,  # lesson 26: whose amax?
+    **examples_ckpt.EXAMPLES,  # lesson 25: reading a pre-quantized checkpoint
 }
 
 #: examples that need torch (autograd or torch.utils.checkpoint is the point): `example(name)`

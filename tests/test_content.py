@@ -219,6 +219,7 @@ VERIFIED_LINKS = {
     "https://github.com/NVIDIA/TransformerEngine/issues/1047",  # Bug in FP8 buffer update (cached weights, TE 1.7)
     "https://github.com/NVIDIA/Megatron-LM/pull/7538",  # Restore the forward's FP8 autocast state in recompute
     "https://github.com/marin-community/marin/issues/7659",  # Gradient accumulation drops the fp8 amax history
+    "https://github.com/sgl-project/sglang/issues/39193",  # FP32 scales truncated to their exponent by a UE8M0 kernel
 }
 
 

@@ -27,6 +27,7 @@ from lowprec.simulations.examples import example
 from tests import gemm_lesson_oracles
 from tests.transfer_oracles import TRANSFER_ORACLES
 from tests.stateful_oracles import STATEFUL_ORACLES
+from tests import ckpt_oracles
 
 F32 = np.float32
 BF16 = ml_dtypes.bfloat16
@@ -588,6 +589,7 @@ ORACLES: dict[str, Callable[[], Any]] = {
     "example:exact_interval.products": gemm_lesson_oracles.exact_interval,
     **STATEFUL_ORACLES,  # lesson 26 (tests/stateful_oracles.py)
 }
+ORACLES.update(ckpt_oracles.ORACLES)  # lesson 25 (reading a quantized checkpoint): tests/ckpt_oracles.py
 
 
 

@@ -46,6 +46,8 @@ CASES: dict[str, list[str]] = {
     "simulate gemm": ["--k-max", "64", "--rows", "2", "--cols", "2", "--no-table", "--quiet"],
     "simulate stateful": ["--variant", "dist-local-amax", "--steps", "3", "--microbatches", "2", "--ranks", "2",
                           "--rows", "8", "--width", "4", "--spike-step", "1", "--overflow", "nonfinite", "--quiet"],
+    "quantize": [_lab_file(), "--recipe", "e4m3_row", "--layout", "compressed_tensors_fp8", "-o",
+                 str(Path(__import__("tempfile").mkdtemp(prefix="lowprec-json-")) / "out"), "--quiet"],
 }
 #: commands whose --json takes no file (a flag: the JSON goes to stdout)
 EXTRA_RUNS: dict[str, list[str]] = {"formats table": ["formats", "table", "E5M2", "--json"]}

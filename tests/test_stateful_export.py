@@ -39,7 +39,9 @@ def test_exported_pages_pass_the_site_checks_offline(site: Path, browser: Any) -
         w.open(site / page_file(route))
         index = LESSONS.index(route) if route in LESSONS else None
         problems = check_site_page(w.page, index, [(site / page_file(r)).resolve().as_uri() for r in LESSONS])
-        assert problems == [], (route, problems)
+        # a partial export links only to the pages it wrote (test_export checks the pager): the
+        # neighbours of this lesson were not written, so its pager has no prev/next links
+        assert [p for p in problems if not p.startswith(("next link", "previous link"))] == [], (route, problems)
         w.check_clean()
         w.page.close()
 

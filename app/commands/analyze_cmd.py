@@ -31,9 +31,12 @@ from typing import Any
 
 from lowprec import strictjson
 from lowprec.simulations._io import check_output_path, write_text
+from lowprec.simulations.lab import layouts as lab_layouts
+from lowprec.simulations.lab import product as lab_product
 from lowprec.simulations.lab import recipes as lab_recipes
 from lowprec.simulations.lab.runner import (
     CHUNK_ELEMENTS,
+    RANK_BY,
     LabReport,
     analyze,
     available_cpus,
@@ -62,6 +65,24 @@ def register(sub: Any) -> None:
                    help="a Dask distributed scheduler (tcp://host:port) to run on instead (lowprec[cluster])")
     p.add_argument("--chunk-elements", type=int, default=CHUNK_ELEMENTS, metavar="N",
                    help="elements per row chunk (memory stays near one chunk's working set)")
+    p.add_argument("--layout", metavar="LAYOUT", choices=list(lab_layouts.LAYOUTS),
+                   help="read FP8/FP4 tensors as this pre-quantized layout (else the checkpoint's config.json / "
+                        f"hf_quant_config.json, else their names): {', '.join(lab_layouts.LAYOUTS)}")
+    p.add_argument("--no-audit", action="store_true", help="do not audit pre-quantized tensors' scales and codes")
+    p.add_argument("--product", action="store_true",
+                   help="measure y = x Wᵀ of every 2-D weight with the bundled activation sample")
+    p.add_argument("--activations", metavar="FILE",
+                   help="measure y = x Wᵀ with these activations: a .npy for every layer, or a .npz/.safetensors "
+                        "of arrays named after the layers")
+    p.add_argument("--activation-recipes", metavar="NAME,…", default=",".join(lab_product.DEFAULT_ACTIVATION_RECIPES),
+                   help="the activation recipes of the product ('none' = x itself)")
+    p.add_argument("--mma", metavar="ARCH", choices=list(lab_product.MMA_ARCHS),
+                   help="also run the product through a tensor-core model (with and without FP32 promotion)")
+    p.add_argument("--mma-rows", type=int, default=256, metavar="N",
+                   help="output channels of each weight run through the tensor-core model")
+    p.add_argument("--tokens", type=int, default=32, metavar="N", help="tokens of the bundled activation sample")
+    p.add_argument("--rank-by", choices=list(RANK_BY), default="tensor",
+                   help="rank each weight's recipes by the tensor's error or by the product's")
     p.add_argument("--quiet", action="store_true", help="no progress bar and no summary")
     p.set_defaults(func=run)
 
@@ -75,6 +96,15 @@ def _check_output(option: str, path: str | None) -> None:
         if not os.path.isdir(folder):
             raise ValueError(f"{option} {path}: the folder {folder} does not exist")
     check_output_path(path, option)
+
+
+def check_regular_input(path: str) -> None:
+    """Refuse an activations file the readers cannot read, before any work (one line naming it)."""
+    from lowprec.simulations.lab.readers import scan
+
+    inv = scan(path)
+    if not inv.tensors:
+        raise ValueError(f"--activations {path}: holds no float array")
 
 
 def recipe_lines() -> list[str]:
@@ -107,11 +137,18 @@ def run(args: argparse.Namespace) -> int:
     elif workers < args.workers and not args.quiet:
         print(f"lowprec analyze: --workers {args.workers} is capped at {workers}, the CPUs this process may use "
               f"({available_cpus()})", file=sys.stderr)
+    product = None
+    if args.product or args.activations or args.mma or args.rank_by == "product":
+        acts = tuple(t.strip() for t in args.activation_recipes.split(",") if t.strip())
+        product = lab_product.ProductConfig(args.activations, acts, args.mma, args.tokens, args.mma_rows)
+        if args.activations:
+            check_regular_input(args.activations)
     bar = ProgressBar("analyze", quiet=args.quiet)
     try:
         with open_executor(workers, args.scheduler) as executor:
             report = analyze(args.paths, recipes, executor=executor, progress=bar,
-                             chunk_elements=args.chunk_elements)
+                             chunk_elements=args.chunk_elements, layout=args.layout, audit=not args.no_audit,
+                             product=product, rank_by=args.rank_by)
     finally:
         bar.close()
     write_outputs(report, args)

@@ -22,6 +22,7 @@ BENCHMARKS: dict[str, str] = {
     "recompute": "lowprec.benchmarks.recompute",
     "cli": "lowprec.benchmarks.cli",
     "analyze": "lowprec.benchmarks.analyze",
+    "analyze_layouts": "lowprec.benchmarks.analyze_layouts",
     "gpu": "lowprec.benchmarks.gpu",
     "app": "lowprec.app.bench",
     "isolation": "lowprec.app.bench_isolation",

@@ -38,6 +38,7 @@ __all__ = ["TABLE_COLUMNS", "TENSOR_PALETTE", "detail_sources", "error_bits_figu
 #: phone width it scrolls sideways inside its box instead of cutting names ("mlp.u")
 TABLE_COLUMNS: tuple[tuple[str, str, str | None, int], ...] = (
     ("tensor", "tensor", None, 190),
+    ("layout", "stored as", None, 120),
     ("recipe", "recipe", None, 140),
     ("rank", "rank", "0", 50),
     ("rms_rel_err", "RMS rel. error", "sci", 110),
@@ -62,6 +63,7 @@ def table_data(report: LabReport) -> dict[str, list[Any]]:
         ranks = {name: i + 1 for i, name in enumerate(t.ranking)}
         for r in t.results:
             data["tensor"].append(t.name)
+            data["layout"].append(t.layout or "float")
             data["recipe"].append(r.recipe)
             data["rank"].append(ranks.get(r.recipe, math.nan))
             for f in _NUMBERS[1:]:
@@ -129,10 +131,17 @@ def colored(data: dict[str, list[Any]]) -> dict[str, list[Any]]:
 
 
 def report_layout(report: LabReport) -> Any:
-    """What `lowprec analyze --html` writes: the table and the error-against-bits plot."""
+    """What `lowprec analyze --html` writes: the table (with the layout each tensor came in), the
+    error-against-bits plot and, for each pre-quantized tensor, its audit (`plots.audit`)."""
+    from .audit import audit_layout
+
     data = colored(table_data(report))
     source = ColumnDataSource(data)
-    return column(results_table(source), error_bits_figure(source), sizing_mode="stretch_width")
+    parts = [results_table(source), error_bits_figure(source)]
+    audits = audit_layout(report)
+    if audits is not None:
+        parts.append(audits)
+    return column(*parts, sizing_mode="stretch_width")
 
 
 # ------------------------------------------------------------------------------------------------

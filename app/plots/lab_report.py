@@ -174,6 +174,50 @@ def _table(head: list[tuple[str, bool]], rows: list[list[tuple[str, str]]]) -> s
     return f'<div class="scroll" tabindex="0"><table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table></div>'
 
 
+def _audit_figures(audited: list[Any]) -> list[Any]:
+    """The scale and code histograms of each audited (pre-quantized) tensor, in order."""
+    from .audit import audit_sources, code_figure, scale_figure
+
+    figs: list[Any] = []
+    for t in audited:
+        src = audit_sources(t.audit)
+        for make, key in ((scale_figure, "scales"), (code_figure, "codes")):
+            fig = make(ColumnDataSource(src[key]))
+            fig.sizing_mode = "stretch_width"
+            style_bokeh(fig)
+            figs.append(fig)
+    return figs
+
+
+def _audit_parts(audited: list[Any], divs: Any) -> list[str]:
+    """The audit section: per pre-quantized tensor its facts, the two histograms and the blocks a
+    UE8M0 kernel would truncate most (`simulations.lab.audit`)."""
+    if not audited:
+        return []
+    from .audit import audit_facts
+
+    out = ["<h2>Audit of the pre-quantized tensors</h2>",
+           f"<p>{_e(audited[0].audit.caveat)}</p>"]
+    for i, t in enumerate(audited):
+        a = t.audit
+        facts = audit_facts(a)
+        out.append(f"<h3>{_e(t.name)}: stored as {_e(a.layout)} ({_e(a.producer)})</h3>")
+        out.append(_table([("audit", False), ("value", False)],
+                          [[(_e(w), ""), (_e(v), "why")] for w, v in zip(facts["what"], facts["value"])]))
+        out.append(f'<div class="figure">{divs[2 * i]}</div><div class="figure">{divs[2 * i + 1]}</div>')
+        if a.affected:
+            out.append("<p>The blocks a UE8M0 kernel, keeping only each scale's exponent, shrinks most:</p>")
+            out.append(_table([("block (row, column)", False), ("stored scale", True), ("kept", True),
+                               ("values × factor", True)],
+                              [[(_e(f"({b['block'][0]}, {b['block'][1]})"), ""), (_num(b["scale"], ".6e"), "num"),
+                                (_num(b["kept"], ".6e"), "num"), (_num(b["factor"], ".4f"), "num")]
+                               for b in a.affected]))
+        notes = "".join(f"<li>{_e(n)}</li>" for n in a.notes)
+        if notes:
+            out.append(f"<ul>{notes}</ul>")
+    return out
+
+
 def report_html(report: LabReport, title: str = REPORT_TITLE) -> str:
     """The whole page (see the module docstring)."""
     measured = [t for t in report.tensors if t.measured]
@@ -210,7 +254,10 @@ def report_html(report: LabReport, title: str = REPORT_TITLE) -> str:
         fig_rank = fig_tensors = None
         off_axis = []
     figures = [f for f in (fig_rank, fig_tensors) if f is not None]
-    script, divs = components(figures) if figures else ("", ())
+    audited = [t for t in report.tensors if t.audit is not None]
+    audit_figs = _audit_figures(audited)
+    script, all_divs = components(figures + audit_figs) if figures or audit_figs else ("", ())
+    divs, audit_divs = all_divs[:len(figures)], all_divs[len(figures):]
     if figures:
         parts.append(f'<div class="figure">{divs[0]}</div>')
     # tensors
@@ -222,16 +269,19 @@ def report_html(report: LabReport, title: str = REPORT_TITLE) -> str:
         flags = "".join(f'<div class="flag">⚠ {_e(f.message)}</div>' for f in t.flags)
         rows.append([(_e(t.name), ""), (f"<code>{_e(t.file)}</code>", ""),
                      (_e("×".join(str(s) for s in t.shape) or "scalar"), ""), (_e(t.dtype), ""),
+                     (_e(f"{t.layout} ({t.stored_recipe})" if t.layout else "float"), ""),
                      (str(st.numel), "num"), (_num(st.amax, ".4g"), "num"), (_num(st.rms, ".4g"), "num"),
                      (_num(st.kurtosis, ".3g"), "num"), (channels, "num"), (_pct(st.zero_frac), "num"),
                      (_e(t.best or "none"), ""), (flags or '<span class="muted">–</span>', "why")])
-    parts.append(_table([("tensor", False), ("file", False), ("shape", False), ("dtype", False), ("elements", True),
+    parts.append(_table([("tensor", False), ("file", False), ("shape", False), ("dtype", False), ("stored as", False),
+                         ("elements", True),
                          ("amax", True), ("RMS", True), ("excess kurtosis", True), ("outlier channels", True),
                          ("exact zeros", True), ("best recipe", False), ("flags", False)], rows))
     if len(figures) > 1:
         parts.append(f'<div class="figure">{divs[1]}</div>')
         if off_axis:
             parts.append("<p class=muted>Off the bits axis: " + "; ".join(_e(n) for n in off_axis) + ".</p>")
+    parts += _audit_parts(audited, audit_divs)
     # every result
     parts.append(f"<h2>Every tensor × recipe</h2><details><summary>{len(report.tensors)} tensor(s) × "
                  f"{len(report.recipes)} recipe(s): each result (open)</summary>")
@@ -272,7 +322,7 @@ def report_html(report: LabReport, title: str = REPORT_TITLE) -> str:
         "<dt>★ Pareto front</dt><dd>no other recipe has both fewer bits per element and a smaller error.</dd>"
         "</dl><p>Recipes:</p><ul>" + recipe_lines + "</ul>")
     body = "\n".join(parts)
-    head = INLINE.render() if figures else ""
+    head = INLINE.render() if figures or audit_figs else ""
     page = (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
             f'<meta name="viewport" content="width=device-width, initial-scale=1">'
             f"<title>{_e(title)}</title><style>{REPORT_CSS}</style>{head}{script}</head>"

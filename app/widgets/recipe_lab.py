@@ -39,6 +39,15 @@ from lowprec.app.lab_jobs import Source
 from lowprec.app.params import config_widget, widget_config
 from lowprec.config import from_mapping
 from lowprec.app.text import as_text
+from lowprec.app.plots.audit import (
+    affected_table,
+    audit_sources,
+    audit_facts,
+    code_figure,
+    empty_audit_sources,
+    scale_figure,
+    table_height,
+)
 from lowprec.app.theme import wrap_row
 from lowprec.app.plots.lab import (
     colored,
@@ -258,6 +267,18 @@ class RecipeLab(pn.viewable.Viewer):
         self._map = pn.pane.Bokeh(error_map_figure(self.sources["map"]))
         self._table = pn.pane.Bokeh(results_table(self.sources["table"]), sizing_mode="stretch_width")
         self._scatter = pn.pane.Bokeh(error_bits_figure(self.sources["table"]), sizing_mode="stretch_width")
+        # the audit of a pre-quantized tensor in detail (`simulations.lab.audit`)
+        self.sources.update({f"audit_{k}": ColumnDataSource(v) for k, v in self._audit_data(self.view_data).items()})
+        self._audit_note = pn.pane.Markdown("", sizing_mode="stretch_width")
+        self._audit_facts = pn.pane.Markdown("", sizing_mode="stretch_width")  # prose wraps at phone width
+        self._audit_scales = pn.pane.Bokeh(scale_figure(self.sources["audit_scales"]), sizing_mode="stretch_width")
+        self._audit_codes = pn.pane.Bokeh(code_figure(self.sources["audit_codes"]), sizing_mode="stretch_width")
+        self._audit_affected = pn.pane.Bokeh(affected_table(self.sources["audit_affected"]),
+                                             sizing_mode="stretch_width")
+        # shown and hidden as containers: a Bokeh pane once hidden keeps its model's visible=False
+        self._affected_box = pn.Column(self._audit_affected, sizing_mode="stretch_width")
+        self._audit_box = pn.Column(self._audit_note, self._audit_facts, wrap_row(self._audit_scales, self._audit_codes),
+                                    self._affected_box, sizing_mode="stretch_width")
         self._show()
         self.param.watch(self._on_change, ["sample", "recipes", "tensor", "recipe"])
 
@@ -454,6 +475,8 @@ class RecipeLab(pn.viewable.Viewer):
         fit_text_columns(self._table.object, self.sources["table"].data)
         for k, v in self._detail_data(view).items():
             self.sources[k].data = v
+        for k, v in self._audit_data(view).items():
+            self.sources[f"audit_{k}"].data = v
         self._show()
 
     def _fail(self, exc: BaseException) -> bool:
@@ -468,6 +491,39 @@ class RecipeLab(pn.viewable.Viewer):
             return {"hist": {"left": [], "right": [], "input": [], "scaled": []}, "grid": {"x": []},
                     "map": {"x": [], "y": [], "rel_err": [], "log10": [], "color": []}}
         return detail_sources(view.detail)
+
+    @staticmethod
+    def _audit(view: LabView) -> Any:
+        """The audit of the tensor in detail (None for a float tensor)."""
+        return next((t.audit for t in view.report.tensors if t.name == view.tensor), None)
+
+    def _audit_data(self, view: LabView) -> dict[str, dict[str, list[Any]]]:
+        audit = self._audit(view)
+        return empty_audit_sources() if audit is None else audit_sources(audit)
+
+    def _show_audit(self) -> None:
+        """The audit's part of the page: shown for a pre-quantized tensor in detail, hidden otherwise."""
+        audit = self._audit(self.view_data)
+        shown = audit is not None
+        self._audit_box.visible = shown
+        self._affected_box.visible = shown and bool(audit.affected)
+        if audit is not None and audit.affected:
+            self._audit_affected.object.height = table_height(len(audit.affected))
+        if audit is None:
+            self._audit_note.object = ""
+            return
+        worst = ""
+        if audit.affected:
+            a = audit.affected[0]
+            worst = (f" The table lists the blocks a UE8M0 kernel, which keeps only each scale's exponent, would "
+                     f"shrink most: block ({a['block'][0]}, {a['block'][1]}) by × {_number(a['factor'], '.4f')}.")
+        self._audit_note.object = (  # the names are the user's (escaped); the rest is the lab's own text
+            f"#### Audit of {as_text(audit.name)}, stored as {as_text(audit.layout)}\n\n"
+            f"Read as {audit.producer}'s code dequantizes it; its codes and scales are those of "
+            f"**{as_text(audit.recipe)}**.{worst} {audit.caveat}")
+        facts = audit_facts(audit)
+        self._audit_facts.object = "\n".join(f"- {as_text(w)}: **{as_text(v)}**"
+                                              for w, v in zip(facts["what"], facts["value"]))
 
     def headline(self) -> str:
         """The sentence over the table: the recipes on the error/bits Pareto front over every tensor,
@@ -492,14 +548,17 @@ class RecipeLab(pn.viewable.Viewer):
             self._tensor_select.value = view.tensor
         self._use_sample.visible = self.upload is not None or self._upload_source is not None
         facts = describe(view)
+        stored = (f" {facts['quantized']} of them stored pre-quantized (the column 'stored as'; the audit below the "
+                  f"plots)." if facts.get("quantized") else "")
         parts = [f"**{as_text(facts['input'])}**: {facts['tensors']} tensor(s) × {facts['recipes']} recipe(s), "
-                 f"{facts['skipped']} skipped."]
+                 f"{facts['skipped']} skipped.{stored}"]
         if view.report.skipped:
             parts.append("\n".join(f"- skipped {as_text(s.name or s.path)}: {as_text(s.reason.rstrip('.'))}."
                                    for s in view.report.skipped))
         if view.report.tensors:
             parts.append(self.headline())
         self._summary.object = "\n\n".join(parts)  # a blank line ends the list: no sentence runs into it
+        self._show_audit()
         d = view.detail
         if d is None:
             self._detail_note.object = as_text(view.note)
@@ -534,8 +593,9 @@ class RecipeLab(pn.viewable.Viewer):
         self._dropper.visible = False
         self._limit_note.object = (
             "**Uploading a file needs the server**: run `lowprec serve` and open the RecipeLab page there "
-            "(files up to 200 MB), or `lowprec analyze PATH` for a checkpoint of any size. This page shows "
-            "the bundled sample below.")
+            "(files up to 200 MB, pre-quantized checkpoints too: DeepSeek FP8, gpt-oss MXFP4, ModelOpt NVFP4, "
+            "compressed-tensors FP8, with the audit of their scales), or `lowprec analyze PATH` for a checkpoint "
+            "of any size. This page shows the bundled samples below.")
 
     def __panel__(self) -> pn.viewable.Viewable:
         # wrapping rows (not FlexBoxes, see theme.wrap_row): at phone width the controls and the
@@ -546,4 +606,4 @@ class RecipeLab(pn.viewable.Viewer):
             "### Recipe lab", self._limit_note, self._dropper, self._alert, self._busy,
             pn.pane.Markdown(SAMPLES_DOC), wrap_row(controls, self._tensor_select, self._use_sample),
             self._summary, self._table, self._scatter, self._detail_note, wrap_row(self._hist, self._map),
-            sizing_mode="stretch_width")
+            self._audit_box, sizing_mode="stretch_width")

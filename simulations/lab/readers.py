@@ -444,13 +444,17 @@ def _safetensors_header(path: str, limits: ReadLimits = LIMITS) -> dict[str, Any
     return header
 
 
-def _scan_safetensors(path: str, inv: Inventory, limits: ReadLimits) -> None:
+def _scan_safetensors(path: str, inv: Inventory, limits: ReadLimits, layout: str | None = None) -> None:
     from safetensors import safe_open
+
+    from .quantized import fp8_skip_reason, scan_with_layouts
 
     header = _safetensors_header(path, limits)  # bounds checked before the package parses it
     if len(header) - 1 > limits.max_entries:
         raise LabReadError(f"{path}: {len(header) - 1} entries; the lab reads at most {limits.max_entries} entries "
                            f"of a file")
+    start = int(header["__data_start__"])
+    _check_extents(path, header, start)
     try:
         with safe_open(path, framework="numpy") as f:
             names = list(f.offset_keys())
@@ -458,47 +462,77 @@ def _scan_safetensors(path: str, inv: Inventory, limits: ReadLimits) -> None:
                        for k in names]
     except Exception as exc:  # SafetensorError, OSError …
         raise LabReadError(f"{path}: not a safetensors file or corrupt ({reason_of(exc)})") from None
-    start = int(header["__data_start__"])
-    for name, code, shape in listing:
+    for name, _, shape in listing:
         if len(name) > limits.max_name_chars:
             raise LabReadError(f"{path}: a tensor's name is {len(name)} characters long (at most "
                                f"{limits.max_name_chars})")
         if len(shape) > limits.max_dims:
             raise LabReadError(f"{path}: tensor {name!r} has {len(shape)} dimensions (at most {limits.max_dims})")
+    placed = [(name, code, shape, start + int(header[name]["data_offsets"][0]),
+               int(header[name]["data_offsets"][1]) - int(header[name]["data_offsets"][0]))
+              for name, code, shape in listing]
+    quantized, consumed, skipped = scan_with_layouts(path, placed, layout, limits)
+    inv.skipped.extend(skipped)
+    for name, code, shape, offset, _ in placed:
+        if name in quantized:
+            inv.tensors.append(quantized[name])
+            continue
+        if name in consumed:
+            continue
         ours = _SAFETENSORS_DTYPES.get(code)
         if ours is None:
-            inv.skipped.append(Skipped(path, name, dtype_reason(code), shape, dtype_label(code)))
+            reason = fp8_skip_reason(dtype_label(code)) if code.startswith("F8_") else dtype_reason(code)
+            inv.skipped.append(Skipped(path, name, reason, shape, dtype_label(code)))
             continue
-        begin = int(header[name]["data_offsets"][0])
-        inv.tensors.append(TensorRef(path, name, "safetensors", shape, ours, start + begin))
+        inv.tensors.append(TensorRef(path, name, "safetensors", shape, ours, offset))
 
 
-def _scan_file(path: str, inv: Inventory, limits: ReadLimits) -> None:
+def _check_extents(path: str, header: dict[str, Any], start: int) -> None:
+    """LabReadError naming the first tensor whose bytes run past the end of the file (a truncated
+    file), before the safetensors package refuses the file without naming one."""
+    size = os.stat(path).st_size
+    for name, meta in header.items():
+        if name.startswith("__") or not isinstance(meta, dict):
+            continue
+        offsets = meta.get("data_offsets")
+        if (isinstance(offsets, list) and len(offsets) == 2 and all(isinstance(o, int) for o in offsets)
+                and start + offsets[1] > size):
+            raise LabReadError(f"{path}: not a safetensors file or corrupt (truncated: tensor {name[:200]!r} ends at "
+                               f"byte {start + offsets[1]}, past the end of the file's {size} bytes)")
+
+
+def _scan_file(path: str, inv: Inventory, limits: ReadLimits, layout: str | None = None) -> None:
     kind = file_kind(path)
     if kind == "npy":
         _scan_npy(path, inv, limits)
     elif kind == "npz":
         _scan_npz(path, inv, limits)
     elif kind == "safetensors":
-        _scan_safetensors(path, inv, limits)
+        _scan_safetensors(path, inv, limits, layout)
     else:
         from .torch_reader import scan_state_dict
 
         scan_state_dict(path, inv, limits)
 
 
-def scan(paths: Sequence[str] | str, limits: ReadLimits = LIMITS) -> Inventory:
+def scan(paths: Sequence[str] | str, limits: ReadLimits = LIMITS, layout: str | None = None) -> Inventory:
     """Every tensor of the files `paths` names (see `expand_paths`), without reading their data.
     A file from a directory or a glob that cannot be read is listed as skipped (with the reason);
-    one named explicitly or by an index raises LabReadError."""
+    one named explicitly or by an index raises LabReadError. Pre-quantized tensors of `.safetensors`
+    files (`layouts.LAYOUTS`) are listed as one TensorRef each, with their layout: `layout` names it
+    (else the checkpoint's config, else the tensors' names and dtypes; `simulations.lab.quantized`)."""
     if not isinstance(limits, ReadLimits):
         raise TypeError(f"limits must be a ReadLimits, got {type(limits).__name__}")
+    if layout is not None:
+        from .layouts import get_layout
+
+        layout = get_layout(layout).name
     listing = _list(paths, limits)
     inv = Inventory(skipped=list(listing.skipped), notes=list(listing.notes))
     for path, lenient in listing.files:
         one = Inventory()
         try:
-            _scan_file(path, one, limits)
+            _scan_file(path, one, limits, layout)
         except LabReadError as exc:
             if not lenient:
                 raise
@@ -672,7 +706,12 @@ def scan_arrays(arrays: dict[str, Any]) -> list[tuple[TensorRef, RowSource]]:
 
 
 def open_rows(ref: TensorRef) -> RowSource:
-    """The RowSource of a scanned tensor (opens its file; torch state dicts through torch)."""
+    """The RowSource of a scanned tensor (opens its file; torch state dicts through torch; a
+    pre-quantized tensor through `quantized.QuantizedRows`, dequantized as its producer does)."""
+    if ref.layout:
+        from .quantized import QuantizedRows
+
+        return QuantizedRows(ref)
     if ref.kind in ("safetensors",) or (ref.kind == "npy" and not ref.fortran_order):
         return FileRows(ref)
     if ref.kind == "npy":

@@ -96,10 +96,20 @@ class TensorReport:
     pareto: list[str]  # the recipes on the error/bits Pareto front, in rank order
     detail: RecipeDetail | None = None  # one recipe's drawing data, when asked (the widget)
     flags: list[Flag] = field(default_factory=list)  # what the numbers alone would hide (`measure.FLAGS`)
+    layout: str = ""  # the pre-quantized layout it came in ("" for a float tensor; `lab.layouts`)
+    stored_recipe: str = ""  # the lowprec recipe with its stored codes and scales (pre-quantized tensors)
+    audit: Any = None  # `audit.TensorAudit` of a pre-quantized tensor
+    product: Any = None  # `product.ProductReport` of a 2-D weight, when asked
+    rank_by: str = "tensor"  # "product": `ranking` and `best` follow the product's error (`product.ranking`)
 
     @property
     def best(self) -> str | None:
-        """The first usable recipe of the ranking (`measure.best_of`), None when none is usable."""
+        """The first usable recipe of the ranking (`measure.best_of`), None when none is usable; with
+        `rank_by` "product", the first of the product's ranking whose product error is usable."""
+        if self.rank_by == "product" and self.product is not None and self.product.skipped is None:
+            act = self.product.ranked_by
+            return next((w for w in self.product.ranking
+                         if usable_error(self.product.pair(w, act).rel_err)), None)
         return best_of(self.results)
 
     @property
@@ -117,7 +127,10 @@ class TensorReport:
         return {"name": self.name, "file": self.file, "shape": list(self.shape), "dtype": self.dtype,
                 "stats": self.stats.to_dict(), "results": [r.to_dict() for r in self.results],
                 "ranking": self.ranking, "pareto": self.pareto, "best": self.best,
-                "flags": [f.to_dict() for f in self.flags]}
+                "flags": [f.to_dict() for f in self.flags], "layout": self.layout or None,
+                "stored_recipe": self.stored_recipe or None,
+                "audit": None if self.audit is None else self.audit.to_dict(),
+                "product": None if self.product is None else self.product.to_dict()}
 
 
 @dataclass(frozen=True)
@@ -128,6 +141,8 @@ class TensorTask:
     recipes: tuple[Recipe, ...]
     chunk_elements: int = CHUNK_ELEMENTS
     detail: str | None = None  # a recipe name whose `RecipeDetail` to compute
+    audit: bool = True  # audit a pre-quantized tensor (`audit.audit_tensor`)
+    product: Any = None  # a `product.ProductConfig`: measure y = x Wᵀ of a 2-D weight
 
 
 def rows_per_chunk(cols: int, recipes: Sequence[Recipe], chunk_elements: int, tile_rows: int = 1) -> int:
@@ -172,7 +187,9 @@ def analyze_rows(ref: TensorRef, source: RowSource, recipes: Sequence[Recipe],
                  chunk_elements: int = CHUNK_ELEMENTS, detail: str | None = None) -> TensorReport:
     """Statistics and every recipe's result for one tensor (see the module docstring)."""
     try:
-        return _analyze_rows(ref, source, recipes, chunk_elements, detail)
+        report = _analyze_rows(ref, source, recipes, chunk_elements, detail)
+        report.layout, report.stored_recipe = ref.layout, ref.recipe
+        return report
     except MemoryError:
         where = f"{ref.path}: tensor {ref.name!r}" if ref.path and ref.name else (ref.path or f"tensor {ref.label!r}")
         raise LabReadError(f"{where} ({'×'.join(str(s) for s in ref.shape) or 'scalar'}): out of memory for chunks "
@@ -269,8 +286,18 @@ def _each(fns: Sequence[Callable[[], None]], parallel: bool) -> None:
 
 
 def analyze_task(task: TensorTask) -> TensorReport:
-    """A worker's job: open the tensor's file and analyse it."""
-    return analyze_rows(task.ref, open_rows(task.ref), task.recipes, task.chunk_elements, task.detail)
+    """A worker's job: open the tensor's file and analyse it (a pre-quantized one also audited, a 2-D
+    weight's product measured when asked)."""
+    report = analyze_rows(task.ref, open_rows(task.ref), task.recipes, task.chunk_elements, task.detail)
+    if task.ref.layout and task.audit:
+        from .audit import audit_tensor
+
+        report.audit = audit_tensor(task.ref, chunk_elements=task.chunk_elements)
+    if task.product is not None:
+        from .product import product_task
+
+        report.product = product_task(task.ref, task.recipes, task.product, task.chunk_elements)
+    return report
 
 
 # ------------------------------------------------------------------------------------------------
@@ -319,13 +346,13 @@ class LabReport:
         buf = io.StringIO()
         w = csv.writer(buf, lineterminator="\n")
         cols = ["rms_rel_err", "sqnr_db", "max_abs_err", "clipped_frac", "zero_frac", "bits_per_element"]
-        w.writerow(["file", "tensor", "shape", "dtype", "recipe", "rank", *cols, "skipped", "flags"])
+        w.writerow(["file", "tensor", "shape", "dtype", "layout", "recipe", "rank", *cols, "skipped", "flags"])
         for t in self.tensors:
             ranks = {name: i + 1 for i, name in enumerate(t.ranking)}
             flags = ";".join(f.code for f in t.flags)
             for r in t.results:
                 values = [_csv_number(getattr(r, c)) for c in cols]
-                w.writerow([t.file, t.name, "x".join(str(s) for s in t.shape), t.dtype, r.recipe,
+                w.writerow([t.file, t.name, "x".join(str(s) for s in t.shape), t.dtype, t.layout, r.recipe,
                             ranks.get(r.recipe, ""), *values, r.skipped or "", flags])
         return buf.getvalue()
 
@@ -358,8 +385,13 @@ class LabReport:
         for t in self.tensors:
             best = t.best or "none"
             front = ", ".join(t.pareto) or "none"
-            lines.append(f"{t.name} {list(t.shape)} {t.dtype}: best {best}; Pareto front {front}")
+            stored = f" stored as {t.layout} ({t.stored_recipe})" if t.layout else ""
+            lines.append(f"{t.name} {list(t.shape)} {t.dtype}{stored}: best {best}; Pareto front {front}")
             lines += [f"  ! {f.message}" for f in t.flags]
+            if t.audit is not None:
+                lines += ["  " + line for line in t.audit.summary_lines()[1:]]
+            if t.product is not None:
+                lines += ["  " + line for line in t.product.summary_lines()]
         return lines
 
 
@@ -390,16 +422,24 @@ def _run(tasks: Sequence[TensorTask], executor: Executor | None, progress: Progr
 
 def analyze(paths: Sequence[str] | str | Inventory, recipes: str | Sequence[str] | Sequence[Recipe] | None = None, *,
             executor: Executor | None = None, progress: ProgressFn | None = None,
-            chunk_elements: int = CHUNK_ELEMENTS, limits: ReadLimits = LIMITS) -> LabReport:
+            chunk_elements: int = CHUNK_ELEMENTS, limits: ReadLimits = LIMITS, layout: str | None = None,
+            audit: bool = True, product: Any = None, rank_by: str = "tensor") -> LabReport:
     """Every float tensor of the files `paths` names (files, globs, directories, a shard index)
     through `recipes` (names, `default`, `all`; default DEFAULT_RECIPES), mapped over `executor`
     (None: serially, here). Files are read within `limits` (`limits.ReadLimits`). Unreadable files
     named explicitly raise `readers.LabReadError` before any work; those of a directory or a glob
-    are listed as skipped."""
+    are listed as skipped. Pre-quantized tensors (`lab.layouts`; `layout` names theirs, else the
+    checkpoint's config or their names) are analysed as their dequantized values and, with
+    `audit`, audited (`lab.audit`); `product` (a `product.ProductConfig`) measures y = x Wᵀ of every
+    2-D weight (`lab.product`), and `rank_by` "product" ranks those weights' recipes by it."""
+    if rank_by not in RANK_BY:
+        raise ValueError(f"rank_by must be one of {', '.join(RANK_BY)}, got {rank_by!r}")
+    if rank_by == "product" and product is None:
+        raise ValueError("ranking by product error needs the product: give activations (or the bundled sample)")
     if isinstance(chunk_elements, bool) or not isinstance(chunk_elements, int) or chunk_elements < 1:
         raise ValueError(f"chunk_elements must be a positive integer, got {chunk_elements!r}")
     chosen = _recipes(recipes)
-    inv = paths if isinstance(paths, Inventory) else scan(paths, limits)
+    inv = paths if isinstance(paths, Inventory) else scan(paths, limits, layout)
     skipped = list(inv.skipped)
     refs = []
     for ref in inv.tensors:
@@ -407,8 +447,25 @@ def analyze(paths: Sequence[str] | str | Inventory, recipes: str | Sequence[str]
             skipped.append(Skipped(ref.path, ref.name, "empty tensor (no elements)", ref.shape, ref.dtype))
         else:
             refs.append(ref)
-    tasks = [TensorTask(ref, chosen, chunk_elements) for ref in refs]
-    return LabReport(list(inv.files), chosen, _run(tasks, executor, progress), skipped, list(inv.notes))
+    tasks = [TensorTask(ref, chosen, chunk_elements, None, audit,
+                        product if product is not None and len(ref.shape) == 2 else None) for ref in refs]
+    report = LabReport(list(inv.files), chosen, _run(tasks, executor, progress), skipped, list(inv.notes))
+    if rank_by == "product":
+        rank_by_product(report)
+    return report
+
+
+RANK_BY = ("tensor", "product")
+
+
+def rank_by_product(report: "LabReport") -> None:
+    """Rank each tensor with a product by its product error (`product.ProductReport.ranking`): the
+    recipes measured on the product first, in that order, then the others in the tensor's order."""
+    for t in report.tensors:
+        if t.product is not None and t.product.skipped is None:
+            first = [n for n in t.product.ranking if n in t.ranking]
+            t.ranking = first + [n for n in t.ranking if n not in first]
+            t.rank_by = "product"
 
 
 def _recipes(recipes: str | Sequence[str] | Sequence[Recipe] | None) -> tuple[Recipe, ...]:

@@ -23,8 +23,9 @@ import numpy as np
 
 from .limits import ReadLimits
 
-__all__ = ["ANALYSED_DTYPES", "dtype_label", "dtype_reason", "ArrayRows", "FLOAT_DTYPES", "Inventory", "LabReadError", "Skipped", "TensorRef", "check_regular",
-           "check_zip_directory", "matrix_shape", "open_regular", "reason_of", "UniqueNames", "widen"]
+__all__ = ["ANALYSED_DTYPES", "ArrayRows", "FLOAT_DTYPES", "Inventory", "LabReadError", "Skipped", "StoredPart", "TensorRef",
+           "UniqueNames", "check_regular", "check_zip_directory", "dtype_label", "dtype_reason", "matrix_shape",
+           "open_regular", "reason_of", "widen"]
 from ..quant.recipes import matrix_shape  # the matrix view (rows × last axis) the recipes quantize
 
 #: the dtypes the lab analyses, by our name → numpy dtype of the stored bytes
@@ -70,8 +71,24 @@ class LabReadError(ValueError):
 
 
 @dataclass(frozen=True)
+class StoredPart:
+    """One stored tensor of a quantized tensor (its codes, its scales, a second-level scale): where
+    its bytes are in a .safetensors file (`simulations.lab.layouts`)."""
+
+    role: str  # "codes", "scales", "scale_2"
+    name: str  # the stored tensor's name in the file
+    dtype: str  # its safetensors dtype ("F8_E4M3", "U8", "F32", "BF16" …)
+    shape: tuple[int, ...]
+    offset: int  # absolute byte offset of its data in the file
+    nbytes: int
+    digest: str = ""  # the SHA-256 lowprec recorded when it wrote the file ("" when none was recorded)
+
+
+@dataclass(frozen=True)
 class TensorRef:
-    """Where one float tensor lives; small and picklable (a worker opens the file itself)."""
+    """Where one float tensor lives (or, for a pre-quantized tensor, its stored parts, read as the
+    float32 values its producer dequantizes them to); small and picklable (a worker opens the file
+    itself)."""
 
     path: str  # the file ("" for an in-memory array: see `array_source`)
     name: str  # the tensor's name in the file ("" for a bare .npy array)
@@ -82,6 +99,9 @@ class TensorRef:
     #                  length); -1: not readable by offset
     fortran_order: bool = False
     index: int = -1  # position of the entry in its file (a .npz member's place in the zip directory)
+    layout: str = ""  # a pre-quantized layout (`layouts.LAYOUTS`: "deepseek_fp8" …); "" for a float tensor
+    recipe: str = ""  # the lowprec recipe with the same codes and scales (pre-quantized tensors)
+    parts: tuple[StoredPart, ...] = ()  # the stored parts of a pre-quantized tensor
 
     @property
     def numel(self) -> int:
@@ -89,7 +109,16 @@ class TensorRef:
 
     @property
     def nbytes(self) -> int:
+        """Bytes the tensor occupies in its file (a pre-quantized tensor: all its stored parts)."""
+        if self.parts:
+            return sum(p.nbytes for p in self.parts)
         return self.numel * int(FLOAT_DTYPES[self.dtype].itemsize)
+
+    def part(self, role: str) -> StoredPart:
+        for p in self.parts:
+            if p.role == role:
+                return p
+        raise KeyError(f"tensor {self.label!r} has no stored {role}")
 
     @property
     def label(self) -> str:

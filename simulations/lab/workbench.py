@@ -32,7 +32,7 @@ from .measure import RecipeDetail
 from .readers import SUFFIXES, LabReadError, Skipped, open_rows, scan
 from .recipes import ALL, DEFAULT, RECIPES, parse_recipes
 from .runner import LabReport, TensorReport, analyze_arrays
-from .samples import SAMPLES, sample
+from .samples import LAYOUT_SAMPLES, SAMPLES, sample, write_layout_sample
 
 __all__ = ["LabConfig", "LabInput", "LabView", "UPLOAD_LIMIT_BYTES", "UPLOAD_LIMIT_ELEMENTS", "run_lab",
            "sample_input", "upload_input"]
@@ -49,8 +49,9 @@ class LabConfig:
     """The RecipeLab widget's parameters (see the module docstring)."""
 
     sample: str = knob("layer", "bundled sample analysed when no file is uploaded: an LLM-like weight with outlier "
-                       "channels, an activation with outlier features, a heavy-tailed gradient, or all three",
-                       choices=tuple(SAMPLES))
+                       "channels, an activation with outlier features, a heavy-tailed gradient, all three, or the "
+                       "weight stored pre-quantized in one of the layouts (DeepSeek FP8, gpt-oss MXFP4, ModelOpt "
+                       "NVFP4, compressed-tensors FP8)", choices=tuple(SAMPLES) + tuple(LAYOUT_SAMPLES))
     recipes: str = knob(DEFAULT, "recipes in the table: the default set (one of each kind) or every recipe",
                         choices=RECIPE_SETS)
     tensor: str = knob("", "tensor drawn in detail (empty: the first)")
@@ -60,11 +61,14 @@ class LabConfig:
 
 @dataclass
 class LabInput:
-    """The tensors the lab works on: a sample or an uploaded file's float tensors (in memory)."""
+    """The tensors the lab works on: a sample or an uploaded file's float tensors (in memory; a
+    pre-quantized tensor as its producer's dequantized values, with its layout and its audit)."""
 
     label: str  # "sample layer" or the uploaded file's base name
     arrays: dict[str, np.ndarray]
     skipped: list[Skipped] = field(default_factory=list)
+    stored: dict[str, tuple[str, str]] = field(default_factory=dict)  # name → (layout, recipe) of pre-quantized ones
+    audits: dict[str, Any] = field(default_factory=dict)  # name → `audit.TensorAudit`
 
 
 @dataclass
@@ -80,8 +84,42 @@ class LabView:
 
 
 def sample_input(name: str) -> LabInput:
-    """A bundled sample (`samples.SAMPLES`) as the lab's input."""
+    """A bundled sample (`samples.SAMPLES`, or a pre-quantized one of `samples.LAYOUT_SAMPLES`, written to a
+    temporary folder and read back as an upload is) as the lab's input."""
+    if name in LAYOUT_SAMPLES:
+        return _layout_sample(name)
     return LabInput(f"sample {name}", sample(name))
+
+
+_LAYOUT_CACHE: dict[str, LabInput] = {}
+
+
+def _layout_sample(name: str) -> LabInput:
+    if name not in _LAYOUT_CACHE:  # deterministic: written and read once per process
+        with tempfile.TemporaryDirectory(prefix="lowprec-sample-") as folder:
+            path = write_layout_sample(name, os.path.join(folder, "ckpt"))
+            _LAYOUT_CACHE[name] = _read_file(path, f"sample {name}", UPLOAD_LIMIT_ELEMENTS)
+    return _LAYOUT_CACHE[name]
+
+
+def _read_file(path: str, label: str, limit_elements: int) -> LabInput:
+    """Every float or pre-quantized tensor of one file, in memory (pre-quantized ones audited)."""
+    from .audit import audit_tensor
+
+    inv = scan([path])
+    total = sum(ref.numel for ref in inv.tensors)
+    if total > limit_elements:
+        raise ValueError(f"{label}: {total} float elements is over the {limit_elements} the page analyses; "
+                         f"run `lowprec analyze {label}` on your machine instead")
+    inp = LabInput(label, {}, [Skipped(label, s.name, s.reason, s.shape, s.dtype) for s in inv.skipped])
+    for ref in inv.tensors:
+        src = open_rows(ref)
+        name = ref.name or label
+        inp.arrays[name] = src.read(0, src.rows).reshape(ref.shape)
+        if ref.layout:
+            inp.stored[name] = (ref.layout, ref.recipe)
+            inp.audits[name] = audit_tensor(ref)
+    return inp
 
 
 def content_suffix(head: bytes) -> str | None:
@@ -137,19 +175,9 @@ def upload_input(filename: str, data: bytes, limit_bytes: int = UPLOAD_LIMIT_BYT
         with open(path, "wb") as fh:
             fh.write(data)
         try:
-            inv = scan([path])
-            total = sum(ref.numel for ref in inv.tensors)
-            if total > limit_elements:
-                raise ValueError(f"{base}: {total} float elements is over the {limit_elements} the page analyses; "
-                                 f"run `lowprec analyze {base}` on your machine instead")
-            arrays: dict[str, np.ndarray] = {}
-            for ref in inv.tensors:
-                src = open_rows(ref)
-                arrays[ref.name or base] = src.read(0, src.rows).reshape(ref.shape)
+            return _read_file(path, base, limit_elements)
         except LabReadError as exc:
             raise ValueError(str(exc).replace(path, base)) from None
-    skipped = [Skipped(base, s.name, s.reason, s.shape, s.dtype) for s in inv.skipped]
-    return LabInput(base, arrays, skipped)
 
 
 def run_lab(inp: LabInput, config: LabConfig, progress: Callable[[int, int], None] | None = None,
@@ -165,6 +193,8 @@ def run_lab(inp: LabInput, config: LabConfig, progress: Callable[[int, int], Non
     if report is None or [r.name for r in report.recipes] != [r.name for r in recipes]:
         report = analyze_arrays(inp.arrays, recipes, label=inp.label, progress=progress)
         report.skipped[:0] = inp.skipped
+        for t in report.tensors:
+            _stored_facts(inp, t)
     names = [t.name for t in report.tensors]
     if not names:
         return LabView(inp.label, report, "", None, None, f"{inp.label} holds no float tensor the lab analyses")
@@ -177,7 +207,15 @@ def run_lab(inp: LabInput, config: LabConfig, progress: Callable[[int, int], Non
         return LabView(inp.label, report, tensor, None, None, f"{recipe.name} does not apply to {tensor}: {why}")
     one = analyze_arrays({tensor: inp.arrays[tensor]}, [recipe], detail=(tensor, recipe.name), label=inp.label)
     detail_report = one.tensors[0]
+    _stored_facts(inp, detail_report)
     return LabView(inp.label, report, tensor, detail_report.detail, detail_report, "")
+
+
+def _stored_facts(inp: LabInput, t: TensorReport) -> None:
+    """A pre-quantized tensor's layout, recipe and audit on its report."""
+    if t.name in inp.stored:
+        t.layout, t.stored_recipe = inp.stored[t.name]
+        t.audit = inp.audits.get(t.name)
 
 
 def tensor_names(view: LabView) -> list[str]:
@@ -191,6 +229,7 @@ def describe(view: LabView) -> dict[str, Any]:
     winner = view.report.best  # None when no recipe applies to every tensor with a usable error
     best = next((r for r in ranking if r["recipe"] == winner), None)
     return {"input": view.input_label, "tensors": len(view.report.tensors), "skipped": len(view.report.skipped),
+            "quantized": sum(1 for t in view.report.tensors if t.layout),
             "recipes": len(view.report.recipes), "best": None if best is None else best["recipe"],
             "best_rms_rel_err": None if best is None else best["rms_rel_err"],
             "best_bits": None if best is None else best["bits_per_element"]}

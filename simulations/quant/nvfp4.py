@@ -269,6 +269,14 @@ def quotient_scales(block_amax: np.ndarray, bad: np.ndarray, conv: BlockConventi
     NaN/Inf block) from the blocks' amaxes (float32 or float64, flagged `bad` where NaN/Inf) and the
     tensor amax (None: measured from the blocks by the convention's rule). Elements are then
     E2M1(x / full) with the quotient in float64 (0 where full is 0)."""
+    if not isinstance(conv, BlockConvention):
+        raise TypeError(f"conv must be a BlockConvention (get_block_convention(name)), got {type(conv).__name__}")
+    block_amax = formats.as_float_array(block_amax, "block_amax")
+    bad_arr = np.asarray(bad)
+    if bad_arr.dtype != np.bool_ or bad_arr.shape != block_amax.shape:
+        raise ValueError(f"bad must be a boolean array of block_amax's shape {block_amax.shape}, "
+                         f"got {bad_arr.dtype} of shape {bad_arr.shape}")
+    bad = bad_arr
     block_amax = np.where(bad, 0.0, block_amax.astype(np.float64))
     ts = nvfp4_tensor_scale(nvfp4_tensor_amax(block_amax, bad, conv.nvfp4_tensor_amax)
                             if tensor_amax is None else tensor_amax)
