@@ -26,6 +26,7 @@ from lowprec import strictjson
 from lowprec.app.plots.bins import (BIN_SHADES, FIELD_COLORS, POINT_FILL, POINT_FILL_SELECTED, bit_toggle_labels,
                                     toggle_css)
 from lowprec.formats import code_table, get_format
+from lowprec.formats.specs import P3109_LISTED
 from lowprec.formats.conventions import CONVENTIONS
 from lowprec.formats.explain import (
     BIN_VIEW_FORMATS,
@@ -46,8 +47,11 @@ from lowprec.formats.policy import CastPolicy, Rounding
 
 __all__ = ["BinTables", "OFFLINE_FORMATS", "format_tables", "policy_key", "policy_tables"]
 
-#: formats an exported page's explorer answers for (every format up to 8 bits)
-OFFLINE_FORMATS: tuple[str, ...] = tuple(n for n in BIN_VIEW_FORMATS if get_format(n).bits <= TABLE_MAX_BITS)
+#: formats an exported page's explorer answers for: every format up to 8 bits but the P3109 family
+#: beyond gfloat's own list of it (`formats.specs.P3109_LISTED`; the site stays within its size)
+OFFLINE_FORMATS: tuple[str, ...] = tuple(
+    n for n in BIN_VIEW_FORMATS if get_format(n).bits <= TABLE_MAX_BITS
+    and (get_format(n).family != "p3109" or get_format(n) in P3109_LISTED))
 BINS_ROUTE = "bins"  # under the site's static folder
 
 

@@ -69,6 +69,7 @@ from .policy import (
     NanToFinite,
     Overflow,
     Rounding,
+    SrFraction,
     Subnormals,
     UnsignedNegative,
     UnsignedZero,
@@ -169,12 +170,18 @@ _inline = _jit  # helpers: LLVM inlines them into the loop kernels
 _ir_inline = njit(nogil=True, inline="always")  # inlined by numba (LLVM would keep Philox a call)
 
 # rounding modes, policy choices and NaN layouts as small integers (compile-time constants)
-_RNE, _AWAY, _TZ, _UP, _DOWN, _SR = range(6)
+_RNE, _AWAY, _TZ, _UP, _DOWN, _SR, _ODD = range(7)
 _ROUNDING_ID = {Rounding.NEAREST_EVEN: _RNE, Rounding.NEAREST_AWAY: _AWAY,
                 Rounding.TOWARD_ZERO: _TZ, Rounding.UP: _UP, Rounding.DOWN: _DOWN,
-                Rounding.STOCHASTIC: _SR}
-_IEEE, _FN, _FNUZ, _E8M0, _NONE = range(5)
-_NAN_LAYOUT_ID = {"ieee": _IEEE, "fn": _FN, "fnuz": _FNUZ, "e8m0": _E8M0, "none": _NONE}
+                Rounding.STOCHASTIC: _SR, Rounding.TO_ODD: _ODD}
+# where a NaN input's code comes from (`FloatFormat.nan_kind`)
+_NK_NONE, _NK_NEGZERO, _NK_UTOP, _NK_TOP, _NK_BLOCK = range(5)
+_NAN_KIND_ID = {"none": _NK_NONE, "negative_zero": _NK_NEGZERO, "unsigned_top": _NK_UTOP,
+                "top": _NK_TOP, "block": _NK_BLOCK}
+# stochastic rounding's fraction rules (`SrFraction`)
+_SRF_TRUNC, _SRF_EVEN, _SRF_ODD, _SRF_HALF = range(4)
+_SRF_ID = {SrFraction.TRUNCATE: _SRF_TRUNC, SrFraction.NEAREST_EVEN: _SRF_EVEN,
+           SrFraction.NEAREST_ODD: _SRF_ODD, SrFraction.HALF: _SRF_HALF}
 _CANONICAL, _ALL_ONES, _ALL_ONES_NEGATIVE, _TRUNCATE, _QUIET_TRUNCATE = range(5)
 _PAYLOAD_ID = {NanPayload.CANONICAL: _CANONICAL, NanPayload.ALL_ONES: _ALL_ONES,
                NanPayload.ALL_ONES_NEGATIVE: _ALL_ONES_NEGATIVE, NanPayload.TRUNCATE: _TRUNCATE,
@@ -338,17 +345,47 @@ FloatPlan = namedtuple(
         # source bit layout, in the work type (uint32 for float32 sources, uint64 otherwise)
         "sign_src", "abs_mask", "inf_bits", "p", "mmask", "hid", "zero", "one", "c31", "c32", "p1",
         # target layout and rounding constants
-        "emin_b", "sh0", "shmax", "m", "hid_t", "odd_parity", "maxc", "over_code", "inf_code",
-        "ss", "sbit", "nan_base", "quiet", "mmask_t", "magmask_t", "e8m0_nan",
+        "emin_b", "sh0", "shmax", "m", "hid_t", "maxc", "over_code", "inf_code",
+        "ss", "sbit", "nan_base", "quiet", "mmask_t", "magmask_t",
         # choices (Python ints/bools: folded away by LLVM)
         # the nearest-even shortcut (`_round_nearest_even`)
         "fast_rne", "add_const", "sub_branch", "min_normal_bits", "magic", "magic_bits", "no_over",
         # the E8M0 exponent-field shortcut (`_round_e8m0_exponent_field`)
         "e8m0_fast", "e8m0_add", "e8m0_lsb",
-        "rnd", "over_nan", "inf_nan", "flush", "subnormals", "signed", "layout", "payload",
+        "rnd", "over_nan", "inf_nan", "flush", "subnormals", "signed", "nan_kind", "no_negzero", "payload",
+        # stochastic rounding with N random bits (`SrFraction`): default rule, q = N (N + 1 for
+        # the half rule), 32 - N, the rule
+        "sr_default", "sr_q", "sr_shift", "sr_rule", "one64", "mask32",
         "ntf", "uzero", "uneg", "exp_field", "in_kind", "below_src",
     ],
 )
+
+
+@_inline  # type: ignore[misc]
+def _sr_decide(r: Any, shift: Any, u: Any, p: Any) -> Any:
+    """Stochastic rounding with N random bits (`SrFraction`): the fraction r / 2^shift cut to q
+    bits (t), its N random bits srb (the top N bits of ~u); up iff t + srb ≥ 2^N, or for the half
+    rule 2t' + ... as `codec._sr_up`. All in uint64 (r < 2^54, t ≤ 2^33)."""
+    r64 = np.uint64(r)
+    sh = np.uint64(shift)
+    q = p.sr_q
+    cut = min(sh, q)
+    t_left = _shl(r64, np.uint64(q - cut))
+    k = np.uint64(sh - cut)  # bits dropped below the q kept
+    kc = min(k, np.uint64(60))  # r < 2^54: beyond, nothing is kept and the remainder is below half
+    t = t_left if sh <= q else np.uint64(r64 >> kc)
+    if p.sr_rule == _SRF_EVEN or p.sr_rule == _SRF_ODD:
+        rem = r64 & np.uint64(_shl(p.one64, kc) - p.one64)
+        half = _shl(p.one64, np.uint64(max(kc, p.one64) - p.one64))
+        t_odd = (t & p.one64) == p.one64
+        tie_up = t_odd if p.sr_rule == _SRF_EVEN else (not t_odd)
+        if (k > np.uint64(0)) & ((rem > half) | ((rem == half) & tie_up)):
+            t = np.uint64(t + p.one64)
+    srb = np.uint64((np.uint64(u) ^ p.mask32) >> p.sr_shift)
+    top = _shl(p.one64, q)
+    if p.sr_rule == _SRF_HALF:
+        return np.uint64(t + srb + srb + p.one64) >= top
+    return np.uint64(t + srb) >= top
 
 
 @_inline  # type: ignore[misc]
@@ -375,11 +412,15 @@ def _round_general(a: Any, sgn: Any, a32: Any, u: Any, p: Any, U: Any) -> Any:
     r = U(sig & U(unit - p.one))
     half = U(unit >> p.one)
     rs = sgn if p.signed else p.zero  # unsigned formats round |x|
+    # the parity of the rounded-down code: the mantissa's last bit, or with no mantissa bits the
+    # exponent field's (E8M0: the code of 2^emin below 2^emin; P3109 K8P1: zero below it)
+    if p.m > 0:
+        odd = U(n & p.one) == p.one
+    elif p.subnormals:
+        odd = U(U(U(eb - p.emin_b) + n) & p.one) == p.one
+    else:
+        odd = U(U(eb - p.emin_b) & p.one) == p.one
     if p.rnd == _RNE:
-        if p.m > 0:
-            odd = U(n & p.one) == p.one
-        else:  # E8M0: the code's last bit is the exponent's
-            odd = U(U(eb - p.emin_b) & p.one) == p.odd_parity
         inc = (r > half) | ((r == half) & (half != p.zero) & odd)
     elif p.rnd == _AWAY:
         inc = (r >= half) & (r != p.zero)
@@ -389,13 +430,17 @@ def _round_general(a: Any, sgn: Any, a32: Any, u: Any, p: Any, U: Any) -> Any:
         inc = (r != p.zero) & (rs == p.zero)
     elif p.rnd == _DOWN:
         inc = (r != p.zero) & (rs == p.one)
-    else:  # stochastic: up iff u < floor(2^32 · r / 2^shift)
+    elif p.rnd == _ODD:
+        inc = (r != p.zero) & (not odd)
+    elif p.sr_default:  # stochastic: up iff u < floor(2^32 · r / 2^shift)
         short = min(shift, p.c32)  # both shifts computed, one selected: no branch in the loop
         # (shift 0 — an FP32 target — has r = 0: the amount is capped at 31 to stay defined)
         thr_left = _shl(r, min(U(p.c32 - short), p.c31))
         thr_right = U(r >> min(U(shift - short), p.p1))
         thr = thr_left if shift <= p.c32 else thr_right
         inc = U(u) < thr
+    else:
+        inc = _sr_decide(r, shift, u, p)
     n = U(n + U(inc))
     ex = U(U(eb - p.emin_b) << p.m)
     if p.subnormals:
@@ -477,7 +522,7 @@ def _float_elem(b: Any, a32: Any, u: Any, p: Any, U: Any) -> Any:
     nan = nan | is_nan_in | (is_inf & p.inf_nan)
     refused = False
     if p.signed:
-        if p.layout == _FNUZ:  # no -0: a negative underflow is +0
+        if p.no_negzero:  # the -0 code is NaN: a negative underflow is +0
             if code != p.zero:
                 code = U(code | U(sgn << p.ss))
         else:
@@ -496,7 +541,7 @@ def _float_elem(b: Any, a32: Any, u: Any, p: Any, U: Any) -> Any:
         else:  # smallest: 2^-127, code 0
             if zero:
                 code = p.zero
-    if p.layout == _NONE:  # NaN into a format without NaN
+    if p.nan_kind == _NK_NONE:  # NaN into a format without NaN
         if p.ntf == _RAISE:
             refused = refused | nan
         elif nan:
@@ -507,13 +552,13 @@ def _float_elem(b: Any, a32: Any, u: Any, p: Any, U: Any) -> Any:
             else:  # negated zero
                 code = U(U(p.one - sgn) << p.ss)
     elif nan:
-        if p.layout == _FNUZ:
+        if p.nan_kind == _NK_NEGZERO:
             code = p.sbit
-        elif p.layout == _E8M0:
-            code = p.e8m0_nan
+        elif p.nan_kind == _NK_UTOP:
+            code = p.magmask_t
         elif p.payload == _ALL_ONES_NEGATIVE:
             code = U(p.magmask_t | p.sbit)
-        elif p.layout == _FN:
+        elif p.nan_kind == _NK_TOP:
             code = U(p.magmask_t | U(sgn << p.ss))
         elif p.payload == _CANONICAL:
             code = U(p.nan_base | p.quiet | U(sgn << p.ss))
@@ -547,19 +592,18 @@ def float_plan(fmt: FloatFormat, policy: CastPolicy, dtype: np.dtype) -> tuple[A
     m = fmt.mantissa_bits
     maxc = fmt.max_magnitude_code
     has_nonfinite_code = fmt.has_inf or fmt.has_nan
-    saturate = policy.overflow is Overflow.SATURATE
-    if saturate:
-        over_code, inf_code = maxc, maxc
-    elif fmt.has_inf:
-        over_code, inf_code = maxc + 1, maxc + 1
-    else:
-        over_code, inf_code = 0, 0  # NaN, set by the flags below
-    over_nan = (not saturate) and (not fmt.has_inf) and has_nonfinite_code
+    # finite overflow saturates under saturate and saturate_propagate; ±Inf only under saturate
+    sat_finite = policy.overflow is not Overflow.NONFINITE
+    sat_inf = policy.overflow is Overflow.SATURATE
+    nonfinite = maxc + 1 if fmt.has_inf else 0  # Inf, or NaN (set by the flags below)
+    over_code = maxc if sat_finite else nonfinite
+    inf_code = maxc if sat_inf else nonfinite
+    over_nan = (not sat_finite) and (not fmt.has_inf) and has_nonfinite_code
     e_all = ((1 << fmt.exponent_bits) - 1) << m
     sh0 = p - m
     rebias = (sbias - fmt.bias) << p
     sub_branch = fmt.emin + sbias > 1  # the target's subnormals lie in the source's normal range
-    fast_rne = (policy.rounding is Rounding.NEAREST_EVEN and fmt.subnormals and sh0 > 0
+    fast_rne = (policy.rounding is Rounding.NEAREST_EVEN and fmt.subnormals and sh0 > 0 and m > 0
                 and (sub_branch or rebias == 0))
     real: Any = np.float32 if width == 32 else np.float64
     magic = real(2.0 ** (fmt.emin - m + p)) if fast_rne else real(1.0)
@@ -570,7 +614,7 @@ def float_plan(fmt: FloatFormat, policy: CastPolicy, dtype: np.dtype) -> tuple[A
     else:
         no_over = add_const = 0
     exp_field = src32 and not fmt.subnormals and policy.e8m0_float32_subnormals == "exponent_field"
-    e8m0_fast = exp_field and m == 0 and policy.rounding is not Rounding.STOCHASTIC
+    e8m0_fast = exp_field and m == 0 and policy.rounding not in (Rounding.STOCHASTIC, Rounding.TO_ODD)
     half_mant = 1 << (p - 1)
     e8m0_add = {Rounding.NEAREST_EVEN: half_mant - 1, Rounding.NEAREST_AWAY: half_mant,
                 Rounding.UP: (1 << p) - 1}.get(policy.rounding, 0)
@@ -579,21 +623,28 @@ def float_plan(fmt: FloatFormat, policy: CastPolicy, dtype: np.dtype) -> tuple[A
         inf_bits=U(((1 << (width - 1 - p)) - 1) << p), p=U(p), mmask=U((1 << p) - 1),
         hid=U(1 << p), zero=U(0), one=U(1), c31=U(31), c32=U(32), p1=U(p + 1),
         emin_b=U(fmt.emin + sbias), sh0=U(sh0), shmax=U(p + 2), m=U(m), hid_t=U(1 << m),
-        odd_parity=U(0 if fmt.subnormals else 1), maxc=U(maxc), over_code=U(over_code),
+        maxc=U(maxc), over_code=U(over_code),
         inf_code=U(inf_code), ss=U(fmt.sign_shift if fmt.signed else 0),
         sbit=U(1 << fmt.sign_shift), nan_base=U(e_all), quiet=U(1 << (m - 1) if m > 0 else 0),
-        mmask_t=U((1 << m) - 1), magmask_t=U(fmt.magnitude_mask), e8m0_nan=U(0xFF),
+        mmask_t=U((1 << m) - 1), magmask_t=U(fmt.magnitude_mask),
         fast_rne=fast_rne, add_const=U(add_const), sub_branch=sub_branch and fast_rne,
         min_normal_bits=U(max(fmt.emin + sbias, 0) << p), magic=magic,
         magic_bits=U(int(np.array(magic).view(U))), no_over=U(no_over),
         e8m0_fast=e8m0_fast, e8m0_add=U(e8m0_add),
         e8m0_lsb=U(1 if policy.rounding is Rounding.NEAREST_EVEN else 0),
         rnd=_ROUNDING_ID[policy.rounding], over_nan=over_nan,
-        inf_nan=(not saturate) and (not fmt.has_inf),
+        inf_nan=(not sat_inf) and (not fmt.has_inf),
         flush=fmt.subnormals and policy.subnormals is Subnormals.FLUSH,
-        subnormals=fmt.subnormals, signed=fmt.signed, layout=_NAN_LAYOUT_ID[fmt.nan_encoding],
+        subnormals=fmt.subnormals, signed=fmt.signed, nan_kind=_NAN_KIND_ID[fmt.nan_kind],
+        no_negzero=fmt.signed and not fmt.has_negative_zero,
         payload=_PAYLOAD_ID[policy.nan_payload], ntf=_NTF_ID[policy.nan_to_finite],
-        uzero=_UZERO_ID[policy.unsigned_zero], uneg=_UNEG_ID[policy.unsigned_negative],
+        # a format with a zero takes ±0 as its zero code, whatever the unsigned-zero rule
+        uzero=_U_KEEP if fmt.has_zero else _UZERO_ID[policy.unsigned_zero],
+        uneg=_UNEG_ID[policy.unsigned_negative],
+        sr_default=policy.sr_default,
+        sr_q=np.uint64(policy.sr_bits + (1 if policy.sr_fraction is SrFraction.HALF else 0)),
+        sr_shift=np.uint64(32 - policy.sr_bits), sr_rule=_SRF_ID[policy.sr_fraction],
+        one64=np.uint64(1), mask32=np.uint64(0xFFFFFFFF),
         exp_field=exp_field,
         in_kind=in_kind, below_src=fmt.emin + sbias < 1,
     )
@@ -693,7 +744,8 @@ def _load_a32(x: Any, i: int, plan: Any) -> Any:
 # ------------------------------------------------------------------------------------------------
 
 IntPlan = namedtuple("IntPlan", ["rnd", "fmin", "fmax", "clamp", "half", "fzero", "two32", "sign_bit",
-                                 "bits_zero", "mask", "ntf", "nan_neg", "nan_pos", "in_kind"])
+                                 "bits_zero", "mask", "ntf", "nan_neg", "nan_pos", "in_kind",
+                                 "sr_default", "sr_scale", "sr_top", "sr_shift", "sr_rule", "mask32"])
 
 
 @_inline  # type: ignore[misc]
@@ -718,9 +770,31 @@ def _int_elem(v: Any, u: Any, p: Any) -> Any:
         r = np.floor(mag) if neg else np.ceil(mag)
     elif p.rnd == _DOWN:
         r = np.ceil(mag) if neg else np.floor(mag)
-    else:  # stochastic: up iff u < floor(2^32 · frac) (exact: frac · 2^32 is an integer < 2^32)
+    elif p.rnd == _ODD:  # an inexact value goes to the odd neighbour
+        fl = np.floor(mag)
+        even = np.floor(fl * p.half) == fl * p.half
+        r = fl + p.half + p.half if (mag != fl) & even else fl
+    elif p.sr_default:  # stochastic: up iff u < floor(2^32 · frac) (exact: frac · 2^32 is an integer < 2^32)
         fl = np.floor(mag)
         r = fl + p.half + p.half if np.uint64(u) < np.uint64((mag - fl) * p.two32) else fl
+    else:  # stochastic with N random bits (`SrFraction`), in float64 (every sum below 2^35 is exact)
+        fl = np.floor(mag)
+        scaled = np.float64(mag - fl) * p.sr_scale
+        if p.sr_rule == _SRF_EVEN:
+            t = np.rint(scaled)
+        elif p.sr_rule == _SRF_ODD:
+            tf = np.floor(scaled)
+            d = scaled - tf
+            t_even = np.floor(tf * 0.5) * 2.0 == tf
+            t = tf + 1.0 if (d > 0.5) | ((d == 0.5) & t_even) else tf
+        else:
+            t = np.floor(scaled)
+        srb = np.float64((np.uint64(u) ^ p.mask32) >> p.sr_shift)
+        if p.sr_rule == _SRF_HALF:
+            up = t + srb + srb + 1.0 >= p.sr_top
+        else:
+            up = t + srb >= p.sr_top
+        r = fl + p.half + p.half if up else fl
     val = -r if neg else r
     val = min(max(val, p.fmin), p.fmax)
     refused = False
@@ -749,7 +823,11 @@ def int_plan(fmt: IntFormat, policy: CastPolicy, dtype: np.dtype) -> Any:
     # float64 arrays give float64 values, the float32 rounding widened exactly under via-float32)
     wide = dtype != np.float32
     real: Any = np.float64 if wide else np.float32
-    return IntPlan(rnd=_ROUNDING_ID[policy.rounding], fmin=real(mn), fmax=real(mx),
+    q = policy.sr_bits + (1 if policy.sr_fraction is SrFraction.HALF else 0)
+    return IntPlan(sr_default=policy.sr_default, sr_scale=np.float64(2.0**q), sr_top=np.float64(2.0**q),
+                   sr_shift=np.uint64(32 - policy.sr_bits), sr_rule=_SRF_ID[policy.sr_fraction],
+                   mask32=np.uint64(0xFFFFFFFF),
+                   rnd=_ROUNDING_ID[policy.rounding], fmin=real(mn), fmax=real(mx),
                    clamp=real(1 << fmt.bits), half=real(0.5), fzero=real(0.0), two32=real(2.0**32),
                    sign_bit=np.uint64(63) if wide else np.uint32(31),
                    bits_zero=np.uint64(0) if wide else np.uint32(0),

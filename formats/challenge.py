@@ -32,14 +32,14 @@ from .conventions import CONVENTIONS
 from .explain import CastExplanation, code_value, explain_cast, power_of_two_text
 from .parse import parse_value
 from .policy import Rounding
-from .specs import ALL_FORMATS, get_format
+from .specs import CORE_FORMATS, get_format
 from .tables import RoundingBin, code_table
 
 __all__ = ["CHALLENGE_FORMATS", "Challenge", "ChallengeConfig", "CodeVerdict", "bin_challenge",
            "grouped_bits", "interval_text", "number_text"]
 
 #: formats the challenge covers: every format up to 8 bits (its whole code table goes into the page)
-CHALLENGE_FORMATS: tuple[str, ...] = tuple(f.name for f in ALL_FORMATS if f.bits <= 8)
+CHALLENGE_FORMATS: tuple[str, ...] = tuple(f.name for f in CORE_FORMATS if f.bits <= 8)
 
 
 @config_record

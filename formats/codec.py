@@ -48,6 +48,7 @@ from .policy import (
     NanToFinite,
     Overflow,
     Rounding,
+    SrFraction,
     Subnormals,
     UnsignedNegative,
     UnsignedZero,
@@ -260,9 +261,9 @@ def default_policy(fmt: Format) -> CastPolicy:
 def _check_policy(fmt: Format, policy: CastPolicy) -> None:
     if not isinstance(policy, CastPolicy):
         raise TypeError(f"policy must be a CastPolicy or None, got {type(policy).__name__}")
-    if policy.overflow is Overflow.NONFINITE and not (fmt.has_inf or fmt.has_nan):
+    if policy.overflow is not Overflow.SATURATE and not (fmt.has_inf or fmt.has_nan):
         raise ValueError(
-            f"overflow='nonfinite' needs a format with Inf or NaN; {fmt.name} has neither "
+            f"overflow={policy.overflow.value!r} needs a format with Inf or NaN; {fmt.name} has neither "
             f"(use overflow='saturate')"
         )
 
@@ -320,34 +321,70 @@ def refusal_error(fmt: Format, value: Any) -> ValueError:
 
 def _nan_code(fmt: FloatFormat, payload: NanPayload, sign: np.ndarray, src_payload: np.ndarray,
               src: _Src) -> np.ndarray:
-    """NaN codes (int64) for NaN inputs with the given sign bits (0/1) and source payloads."""
+    """NaN codes (int64) for NaN inputs with the given sign bits (0/1) and source payloads, by the
+    format's `nan_kind` (the -0 code; the unsigned all-ones code; the top code with the sign; or the
+    IEEE block, where the payload rule picks the code)."""
     m = fmt.mantissa_bits
-    e_all = ((1 << fmt.exponent_bits) - 1) << m
+    kind = fmt.nan_kind
     sbit = np.int64(1) << fmt.sign_shift if fmt.signed else np.int64(0)
-    if fmt.nan_encoding == "fnuz":
+    if kind == "negative_zero":
         return np.full(sign.shape, 1 << fmt.sign_shift, np.int64)
-    if fmt.nan_encoding == "e8m0":
-        return np.full(sign.shape, 0xFF, np.int64)
-    if fmt.nan_encoding == "fn":
-        if payload is NanPayload.ALL_ONES_NEGATIVE:
-            return np.full(sign.shape, fmt.magnitude_mask | int(sbit), np.int64)
+    if kind == "unsigned_top":
+        return np.full(sign.shape, fmt.magnitude_mask, np.int64)
+    if payload is NanPayload.ALL_ONES_NEGATIVE:
+        return np.full(sign.shape, fmt.magnitude_mask | int(sbit), np.int64)
+    if kind == "top":
         return fmt.magnitude_mask | sign.astype(np.int64) * sbit
-    # IEEE layout
+    # the IEEE block: the codes above +Inf
+    inf_mag = fmt.inf_code
     quiet = 1 << (m - 1)
     mag: np.ndarray
     if payload is NanPayload.CANONICAL:
-        mag = np.full(sign.shape, e_all | quiet, np.int64)
+        mag = np.full(sign.shape, inf_mag | quiet, np.int64)
     elif payload is NanPayload.ALL_ONES:
-        mag = np.full(sign.shape, e_all | ((1 << m) - 1), np.int64)
-    elif payload is NanPayload.ALL_ONES_NEGATIVE:
-        return np.full(sign.shape, fmt.magnitude_mask | int(sbit), np.int64)
+        mag = np.full(sign.shape, inf_mag | ((1 << m) - 1), np.int64)
     else:
         top = (src_payload >> (src.mbits - m)).astype(np.int64)
         if payload is NanPayload.QUIET_TRUNCATE:
-            mag = e_all | quiet | top
+            mag = inf_mag | quiet | top
         else:  # TRUNCATE
-            mag = e_all | np.where(top == 0, 1, top)
+            mag = inf_mag | np.where(top == 0, 1, top)
     return mag | sign.astype(np.int64) * sbit
+
+
+def _floor_code_odd(n: np.ndarray, qe: np.ndarray, qe_min: int, fmt: FloatFormat) -> np.ndarray:
+    """Whether the code of the rounded-down significand n (at quantum exponent qe) is odd: its last
+    bit is the mantissa's, or with no mantissa bits the exponent field's (E8M0, P3109 K8P1)."""
+    if fmt.mantissa_bits > 0:
+        return (n & 1) == 1
+    if fmt.subnormals:
+        return ((qe - qe_min + n) & 1) == 1
+    return ((qe - qe_min) & 1) == 1  # no zero: below 2^emin the code is 2^emin's
+
+
+def _sr_up(r: np.ndarray, sh: np.ndarray, rand: np.ndarray, policy: CastPolicy) -> np.ndarray:
+    """Stochastic rounding's decision for discarded bits r of a fraction r / 2^sh (int64 arrays,
+    r < 2^54) and 32-bit random words `rand`, under the policy's random_bits and sr_fraction
+    (`SrFraction`)."""
+    if policy.sr_default:  # P(up) = floor(r · 2^32 / 2^sh) / 2^32
+        sh = np.minimum(sh, 32 + 63)
+        thr = np.where(sh <= 32, r << np.maximum(32 - sh, 0), r >> np.minimum(np.maximum(sh - 32, 0), 63))
+        return rand.astype(np.int64) < thr
+    bits = policy.sr_bits
+    rule = policy.sr_fraction
+    q = bits + 1 if rule is SrFraction.HALF else bits
+    srb = (np.invert(rand.astype(np.uint32)) >> np.uint32(32 - bits)).astype(np.int64)
+    k = np.maximum(sh - q, 0)
+    kc = np.minimum(k, 60)  # r < 2^54: beyond, the remainder is r and below half
+    t = np.where(sh <= q, r << np.maximum(q - sh, 0), r >> kc)
+    if rule in (SrFraction.NEAREST_EVEN, SrFraction.NEAREST_ODD):
+        rem = r & ((np.int64(1) << kc) - 1)
+        half = np.where(kc > 0, np.int64(1) << np.maximum(kc - 1, 0), 0)
+        tie_up = (t & 1) == (1 if rule is SrFraction.NEAREST_EVEN else 0)
+        t = t + ((k > 0) & ((rem > half) | ((rem == half) & tie_up)))
+    if rule is SrFraction.HALF:
+        return t + 2 * srb + 1 >= (np.int64(1) << q)
+    return t + srb >= (np.int64(1) << q)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -391,7 +428,7 @@ def _encode_float_general(
     rsign = sign if fmt.signed else np.zeros_like(sign)  # unsigned: |x| is what gets rounded
     if rnd is Rounding.NEAREST_EVEN:
         # ties go to the even *code*: its last bit is the mantissa's, or the exponent's when m = 0
-        odd = (n & 1) == 1 if m > 0 else ((qe - qe_min) & 1) == (0 if fmt.subnormals else 1)
+        odd = _floor_code_odd(n, qe, qe_min, fmt)
         inc = (r > half) | ((r == half) & (half != 0) & odd)
     elif rnd is Rounding.NEAREST_AWAY:
         inc = (r >= half) & (r != 0)
@@ -401,11 +438,11 @@ def _encode_float_general(
         inc = (r != 0) & (rsign == 0)
     elif rnd is Rounding.DOWN:
         inc = (r != 0) & (rsign == 1)
-    else:  # STOCHASTIC: P(up) = floor(r * 2^32 / 2^shift) / 2^32
+    elif rnd is Rounding.TO_ODD:
+        inc = (r != 0) & ~_floor_code_odd(n, qe, qe_min, fmt)
+    else:  # STOCHASTIC: P(up) = floor(r * 2^32 / 2^shift) / 2^32 by default (see `_sr_up`)
         assert rand is not None
-        sh = np.minimum(shift, 32 + 63)
-        thr = np.where(sh <= 32, r << np.maximum(32 - sh, 0), r >> np.minimum(np.maximum(sh - 32, 0), 63))
-        inc = rand.astype(np.int64) < thr
+        inc = _sr_up(r, shift, rand, policy)
     n = n + inc
     if fmt.subnormals:
         code = ((qe - qe_min) << m) + n
@@ -422,7 +459,7 @@ def _encode_float_general(
             | ((rnd is Rounding.UP) & (rsign == 1))
             | ((rnd is Rounding.DOWN) & (rsign == 0))
         )
-        if policy.overflow is Overflow.SATURATE:
+        if policy.overflow is not Overflow.NONFINITE:  # saturate, saturate_propagate
             over_code = np.int64(maxc)
         elif fmt.has_inf:
             over_code = np.int64(maxc + 1)
@@ -432,7 +469,7 @@ def _encode_float_general(
     if fmt.subnormals and policy.subnormals is Subnormals.FLUSH:
         code = np.where((code > 0) & (code < (1 << m)), 0, code)
     if is_inf.any():
-        if policy.overflow is Overflow.SATURATE:
+        if policy.overflow is Overflow.SATURATE:  # saturate_propagate keeps ±Inf
             code = np.where(is_inf, maxc, code)
         else:
             code = np.where(is_inf, maxc + 1 if fmt.has_inf else -1, code)
@@ -447,7 +484,7 @@ def _apply_sign_and_specials(
     """Attach the sign, and place NaN codes, zero/negative rules for unsigned formats."""
     is_nan_in = a > src.inf_bits
     if fmt.signed:
-        if fmt.nan_encoding == "fnuz":
+        if not fmt.has_negative_zero:  # the -0 code is NaN: a negative underflow is +0
             code = np.where(code == 0, 0, code | (sign << fmt.sign_shift))
         else:
             code = code | (sign << fmt.sign_shift)
@@ -459,7 +496,9 @@ def _apply_sign_and_specials(
             refused |= neg_nonzero
         elif policy.unsigned_negative is UnsignedNegative.NAN:
             code = np.where(neg_nonzero, -1, code)
-        if policy.unsigned_zero is UnsignedZero.RAISE:
+        if fmt.has_zero:
+            pass  # ±0 is the zero code, whatever the policy says of formats without zero
+        elif policy.unsigned_zero is UnsignedZero.RAISE:
             refused |= zero
         else:
             code = np.where(zero, -1 if policy.unsigned_zero is UnsignedZero.NAN else 0, code)
@@ -600,7 +639,7 @@ def _encode_fast_chunk(x: np.ndarray, out: np.ndarray, fmt: FloatFormat, policy:
     if fmt.signed:
         np.right_shift(bits, uint(plan.sign_shift_down), out=a)
         np.bitwise_and(a, uint(1 << fmt.sign_shift), out=a)
-        if fmt.nan_encoding == "fnuz":
+        if not fmt.has_negative_zero:
             np.putmask(a, t == 0, uint(0))  # no -0: negative underflow is +0
         np.bitwise_or(t, a, out=t)
     if general_idx is not None and general_idx.size:
@@ -612,6 +651,27 @@ def _encode_fast_chunk(x: np.ndarray, out: np.ndarray, fmt: FloatFormat, policy:
 # ------------------------------------------------------------------------------------------------
 # integer grids
 # ------------------------------------------------------------------------------------------------
+
+
+def _sr_up_fraction(frac: np.ndarray, rand: np.ndarray, policy: CastPolicy) -> np.ndarray:
+    """`_sr_up` for a float64 fraction 0 ≤ frac < 1 with at most 53 significant bits (an integer
+    grid's): frac · 2^q and its rounding are exact in float64."""
+    bits = policy.sr_bits
+    rule = policy.sr_fraction
+    q = bits + 1 if rule is SrFraction.HALF else bits
+    scaled = np.ldexp(np.where(np.isfinite(frac), frac, 0.0), q)
+    if rule is SrFraction.NEAREST_EVEN:
+        t = np.rint(scaled)
+    elif rule is SrFraction.NEAREST_ODD:
+        fl = np.floor(scaled)
+        d = scaled - fl
+        t = np.where((d > 0.5) | ((d == 0.5) & (np.fmod(fl, 2) == 0)), fl + 1, fl)
+    else:
+        t = np.floor(scaled)
+    srb = (np.invert(rand.astype(np.uint32)) >> np.uint32(32 - bits)).astype(np.float64)
+    if rule is SrFraction.HALF:
+        return t + 2 * srb + 1 >= 2.0**q
+    return t + srb >= 2.0**q
 
 
 def _encode_int(x: np.ndarray, fmt: IntFormat, policy: CastPolicy, rand: np.ndarray | None) -> np.ndarray:
@@ -637,11 +697,18 @@ def _encode_int(x: np.ndarray, fmt: IntFormat, policy: CastPolicy, rand: np.ndar
         n_mag = np.where(neg, fl, np.where(frac > 0, fl + 1, fl))
     elif rnd is Rounding.DOWN:
         n_mag = np.where(neg, np.where(frac > 0, fl + 1, fl), fl)
-    else:
+    elif rnd is Rounding.TO_ODD:
+        with np.errstate(invalid="ignore"):
+            n_mag = np.where((frac > 0) & (np.fmod(fl, 2) == 0), fl + 1, fl)
+    elif policy.sr_default:
         assert rand is not None
         with np.errstate(invalid="ignore"):
             thr = np.floor(np.ldexp(frac, 32))
         n_mag = fl + (rand.astype(np.float64) < thr)
+    else:
+        assert rand is not None
+        with np.errstate(invalid="ignore"):
+            n_mag = fl + _sr_up_fraction(frac, rand, policy)
     with np.errstate(invalid="ignore"):
         n = np.clip(np.where(neg, -n_mag, n_mag), fmt.min, fmt.max)
     n = np.where(nan, 0, n).astype(np.int64)
@@ -757,11 +824,11 @@ def _encode_numpy(flat_in: np.ndarray, flat_out: np.ndarray, f: Format, pol: Cas
     n_chunks = (total + CHUNK - 1) // CHUNK
     numpy_fast = (
         isinstance(f, FloatFormat)
-        and pol.rounding in (Rounding.NEAREST_EVEN, Rounding.STOCHASTIC)
+        and (pol.rounding is Rounding.NEAREST_EVEN or (pol.rounding is Rounding.STOCHASTIC and pol.sr_default))
         and pol.subnormals is Subnormals.KEEP
         and f.subnormals
         and f.signed
-        and f.mantissa_bits < _src_of(flat_in.dtype).mbits
+        and 0 < f.mantissa_bits < _src_of(flat_in.dtype).mbits
     )
     bf16_fast = (
         f is BF16 and flat_in.dtype == np.float32 and pol.rounding is Rounding.NEAREST_EVEN
@@ -805,32 +872,29 @@ NAN_BITS = ("ml_dtypes", "torch", "canonical")
 
 
 def _nan_float_bits(fmt: FloatFormat, code: int, nan_bits: str) -> int:
-    """float32 bit pattern that a backend produces when it decodes NaN code `code`.
+    """float32 bit pattern that a backend produces when it decodes NaN code `code`: the rule of
+    the (convention, format) cell of the conventions table (`formats.conventions`
+    `decode_nan_rule`); 'canonical' is 0x7FC00000 with the code's sign.
 
-    canonical: 0x7FC00000 with the code's sign. ml_dtypes 0.5–0.7 (numpy for FP16): BF16/FP16 keep
-    their payload (shifted left, not quieted); other formats give the canonical quiet NaN with the
-    sign, fnuz's 0x80 gives 0xFFC00000. torch 2.13: BF16 keeps its payload; FP16, E5M2 and E4M3FN
-    set the quiet bit and keep the payload, shifted (FP16: in the vectorised lanes; elements in the
-    scalar tail of torch's loop give 0x7FFFFFFF instead); fnuz and E8M0 give 0x7F800001.
+    canonical: the quiet NaN with the code's sign. payload: the code's payload shifted left, not
+    quieted (ml_dtypes BF16/FP16, torch BF16). quiet_payload: quiet bit set, payload shifted
+    (torch FP16, E5M2, E4M3FN; FP16 in the vectorised lanes only: elements in the scalar tail of
+    torch's loop give 0x7FFFFFFF instead). snan1: 0x7F800001 (torch's fnuz types and E8M0).
     """
+    from .conventions import decode_nan_rule
+
     m = fmt.mantissa_bits
     sign = (code >> fmt.sign_shift) & 1 if fmt.signed else 0
     payload = code & ((1 << m) - 1)
     s31 = sign << 31
-    if nan_bits == "canonical":
-        return s31 | 0x7FC00000
-    if nan_bits == "ml_dtypes":
-        if fmt.name in ("BF16", "FP16"):
-            return s31 | 0x7F800000 | (payload << (23 - m))
-        if fmt.nan_encoding == "fnuz":
-            return 0xFFC00000
-        return s31 | 0x7FC00000
-    # torch
-    if fmt.name == "BF16":
+    rule = "canonical" if nan_bits == "canonical" else decode_nan_rule(nan_bits, fmt)
+    if rule == "payload":
         return s31 | 0x7F800000 | (payload << (23 - m))
-    if fmt.nan_encoding in ("fnuz", "e8m0"):
+    if rule == "quiet_payload":
+        return s31 | 0x7FC00000 | (payload << (23 - m))
+    if rule == "snan1":
         return 0x7F800001
-    return s31 | 0x7FC00000 | (payload << (23 - m))
+    return s31 | 0x7FC00000
 
 
 @lru_cache(maxsize=None)
@@ -859,9 +923,10 @@ def _decode_table(fmt: Format, nan_bits: str) -> np.ndarray:
     for c in codes[classify_codes(fmt) == "nan"]:
         bits[c] = _nan_float_bits(fmt, int(c), nan_bits)
     if fmt.has_inf:
-        inf_mag = fmt.max_magnitude_code + 1
+        inf_mag = fmt.inf_code
         table[inf_mag] = np.inf
-        table[inf_mag | (1 << fmt.sign_shift)] = -np.inf
+        if fmt.signed:
+            table[inf_mag | (1 << fmt.sign_shift)] = -np.inf
     table.setflags(write=False)
     return table
 
@@ -881,12 +946,10 @@ def classify_codes(fmt: str | Format, codes: np.ndarray | None = None) -> np.nda
         out[(E == 0) & (mag != 0)] = "subnormal"
         out[mag == 0] = "zero"
     maxc = fmt.max_magnitude_code
-    if fmt.nan_encoding == "ieee":
-        out[(mag == maxc + 1)] = "inf"
-        out[mag > maxc + 1] = "nan"
-    elif fmt.nan_encoding in ("fn", "e8m0"):
-        out[mag == fmt.magnitude_mask] = "nan"
-    elif fmt.nan_encoding == "fnuz":
+    if fmt.has_inf:
+        out[mag == maxc + 1] = "inf"
+    out[mag > maxc + int(fmt.has_inf)] = "nan"  # the NaN codes at the top of each sign
+    if fmt.nan_at_negative_zero:
         out[c == (1 << fmt.sign_shift)] = "nan"
     return out
 

@@ -4,7 +4,7 @@ Measured on torch 2.13.0 (CPU eager casts of tensors of rank ≥ 1) and ml_dtype
 0.7.0 (numpy `astype`; FP16 is numpy's own cast) with the vectors of `gpu.vectors`; `triton_nvidia` follows the
 PTX ISA's `cvt.rn.satfinite` description (round to nearest even, saturate finite values and ±Inf,
 NaN stays NaN); `ocp` is our reading of the OCP OFP8 / MX v1.0 specifications. The differences at
-the edges are the point: see `conventions_table()`.
+the edges are the point: see `formats.conventions_table()` (in `formats.conventions_view`).
 
 ml_dtypes changed two edges in 0.7.0, so its convention is versioned data (`ML_DTYPES_RULES`):
 releases before 0.7 round float64 input to float32 first (double rounding) and give every float32
@@ -18,6 +18,7 @@ release's rules (a recorded report is replayed under the release that produced i
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from functools import lru_cache
 from importlib import metadata
 from typing import Any
@@ -33,7 +34,16 @@ from .policy import (
     UnsignedNegative,
     UnsignedZero,
 )
-from .specs import FLOAT_FORMATS, Format, FloatFormat, get_format
+from .specs import (
+    ALL_FORMATS,
+    CORE_FORMATS,
+    FLOAT_FORMATS,
+    ML_DTYPES_EXTRA_FORMATS,
+    P3109_FORMATS,
+    Format,
+    FloatFormat,
+    get_format,
+)
 
 #: ml_dtypes releases whose cast rules differ, oldest first: (first release, float64 input rounded to
 #: float32 first, how E8M0 reads a float32 subnormal). A release uses the last row at or below it;
@@ -94,73 +104,222 @@ CONVENTIONS: dict[str, str] = {
     "torch": "torch 2.13 CPU eager .to(dtype): E4M3FN saturates, E8M0 drops the sign, zero → 2^-127",
     "triton_nvidia": "Triton on NVIDIA, compiled cvt.rn.satfinite: nearest-even, saturating (E5M2 too)",
     "ocp": "OCP OFP8 / MX v1.0 reading: nearest-even, saturating conversion for the MX element types",
+    "p3109": "IEEE P3109 interim report v3 as gfloat 0.5 models it (round_float defaults): nearest-even, "
+             "overflow to ±Inf (NaN in finite formats); negatives into unsigned formats → NaN",
 }
 
+# ------------------------------------------------------------------------------------------------
+# the (convention × format) table
+# ------------------------------------------------------------------------------------------------
 
-def _ml_dtypes(fmt: FloatFormat, version: str | None = None) -> CastPolicy:
-    via_float32, e8m0_subnormals = ml_dtypes_rules(version)
-    base = CastPolicy(name="ml_dtypes", float64_via_float32=via_float32 and fmt.name != "FP16")
-    if fmt.name == "FP16":  # numpy's float16 cast: single rounding from float64, payload kept
-        return base.with_(nan_payload=NanPayload.TRUNCATE, name="ml_dtypes")
-    if fmt.name == "E8M0":
-        return base.with_(rounding=Rounding.NEAREST_AWAY, unsigned_zero=UnsignedZero.NAN,
-                          unsigned_negative=UnsignedNegative.NAN,
-                          e8m0_float32_subnormals=e8m0_subnormals, name="ml_dtypes")
-    if not (fmt.has_inf or fmt.has_nan):  # E2M1, E3M2, E2M3
-        return base.with_(overflow=Overflow.SATURATE, nan_to_finite=NanToFinite.NEGATED_ZERO,
-                          name="ml_dtypes")
-    return base
+#: a row value standing for "the ml_dtypes release's own rule" (`ML_DTYPES_RULES`)
+RELEASE_RULE = "<the ml_dtypes release's rule>"
+#: how a backend's decode writes a NaN code as float32 bits (`codec.decode(nan_bits=...)`)
+DECODE_NAN_RULES = ("canonical", "payload", "quiet_payload", "snan1")
 
 
-def _torch(fmt: FloatFormat) -> CastPolicy:
-    base = CastPolicy(name="torch", float64_via_float32=True)
-    if fmt.name == "FP16":
-        return base.with_(nan_payload=NanPayload.QUIET_TRUNCATE, name="torch")
-    if fmt.name == "BF16":
-        return base.with_(nan_payload=NanPayload.ALL_ONES_NEGATIVE, name="torch")
-    if fmt.name == "E5M2":
-        return base.with_(nan_payload=NanPayload.ALL_ONES, name="torch")
-    if fmt.name == "E4M3FN":
-        return base.with_(overflow=Overflow.SATURATE, name="torch")
-    if fmt.name == "E8M0":
-        return base.with_(rounding=Rounding.NEAREST_AWAY, unsigned_zero=UnsignedZero.SMALLEST,
-                          unsigned_negative=UnsignedNegative.MAGNITUDE,
-                          e8m0_float32_subnormals="exponent_field", name="torch")
-    if not (fmt.has_inf or fmt.has_nan):
-        # torch 2.13 has no CPU cast to FP4/FP6; we use the saturating, raise-on-NaN rule.
-        return base.with_(overflow=Overflow.SATURATE, name="torch")
-    return base
+@dataclass(frozen=True)
+class ConventionRow:
+    """One cell of the conventions table: what `convention` does when it casts to `format`.
+
+    provided: False — the convention has no cast to this format (`policy_for` raises, naming the
+    conventions that do; `note` says why). Otherwise the policy is the convention's base policy
+    (`_BASES`; `from_base=False`: a plain `CastPolicy(name=convention)`) with `changes` applied.
+    dtype: the backend's type of this layout (an attribute of ml_dtypes/numpy, torch or
+    triton.language), '' where the backend has none; casts: whether the backend's own cast to that
+    type is the rounding cast this row describes (then it is an oracle: the tests and
+    `gpu.backends` compare against it; otherwise, e.g. torch's missing FP4 cast or numpy's
+    truncating float → int, the row is lowprec's reading and `note` says so). sources: the source
+    dtypes the backend casts from. decode_nan: the float32 bits its decode gives NaN codes
+    (`DECODE_NAN_RULES`, see `codec._nan_float_bits`)."""
+
+    convention: str
+    format: str
+    provided: bool = True
+    changes: tuple[tuple[str, Any], ...] = ()
+    from_base: bool = True
+    dtype: str = ""
+    casts: bool = False
+    sources: tuple[str, ...] = ("float32",)
+    decode_nan: str = "canonical"
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"convention": self.convention, "format": self.format, "provided": self.provided,
+                "changes": {k: (v.value if hasattr(v, "value") else v) for k, v in self.changes},
+                "dtype": self.dtype, "casts": self.casts, "sources": list(self.sources),
+                "decode_nan": self.decode_nan, "note": self.note}
 
 
-def _triton_nvidia(fmt: FloatFormat) -> CastPolicy:
-    return CastPolicy(overflow=Overflow.SATURATE, nan_payload=NanPayload.ALL_ONES,
-                      name="triton_nvidia",
-                      unsigned_zero=UnsignedZero.RAISE if fmt.name != "E8M0" else UnsignedZero.NAN,
-                      unsigned_negative=UnsignedNegative.NAN)
+def _rows(convention: str, formats: tuple[str, ...] | str, **fields: Any) -> tuple[ConventionRow, ...]:
+    """Rows of one convention for several formats that share their settings; policy fields go to
+    `changes`, the rest to the row (`dtype=True`: each format's own `dtype_name`)."""
+    names = (formats,) if isinstance(formats, str) else formats
+    row_fields = {k: fields.pop(k) for k in list(fields)
+                  if k in ("provided", "from_base", "dtype", "casts", "sources", "decode_nan", "note")}
+    changes = tuple(sorted(fields.items()))
+    out = []
+    for name in names:
+        extra = dict(row_fields)
+        if extra.get("dtype") is True:
+            extra["dtype"] = get_format(name).dtype_name
+        out.append(ConventionRow(convention, name, changes=changes, **extra))
+    return tuple(out)
 
 
-def _ocp(fmt: FloatFormat) -> CastPolicy:
-    if fmt.name in ("E4M3FN", "E5M2", "E2M1", "E3M2", "E2M3"):
-        return CastPolicy(overflow=Overflow.SATURATE, name="ocp")
-    if fmt.name == "E8M0":
-        return CastPolicy(overflow=Overflow.NONFINITE, unsigned_zero=UnsignedZero.NAN,
-                          unsigned_negative=UnsignedNegative.NAN, name="ocp")
-    return CastPolicy(overflow=Overflow.NONFINITE if (fmt.has_inf or fmt.has_nan) else Overflow.SATURATE,
-                      name="ocp")
+def _not_provided(convention: str, formats: tuple[str, ...] | str, note: str) -> tuple[ConventionRow, ...]:
+    return _rows(convention, formats, provided=False, note=note)
 
 
-_BUILDERS: dict[str, Any] = {"ml_dtypes": _ml_dtypes, "torch": _torch, "triton_nvidia": _triton_nvidia, "ocp": _ocp}
+_NO_SPECIALS = ("E2M1", "E3M2", "E2M3")  # the OCP MX elements with neither Inf nor NaN
+_ML_EXTRA_FLOATS = ("E3M4", "E4M3IEEE", "E4M3B11FNUZ", "E5M3FNU")
+_INTS = ("INT8", "INT4", "INT2", "UINT2", "UINT4", "INT1", "UINT1")
+_P3109 = tuple(f.name for f in P3109_FORMATS)
+_INT_RULE = {"from_base": False, "overflow": Overflow.SATURATE}  # every convention's integer grids
+_INT_NOTE = "lowprec's integer rounding (nearest-even, saturate): the backends' float → int casts truncate"
+
+#: the base policy of each convention (ml_dtypes: float64 input by the release's rule)
+_BASES: dict[str, dict[str, Any]] = {
+    "ml_dtypes": {"float64_via_float32": RELEASE_RULE},
+    "torch": {"float64_via_float32": True},
+    "triton_nvidia": {"overflow": Overflow.SATURATE, "nan_payload": NanPayload.ALL_ONES,
+                      "unsigned_negative": UnsignedNegative.NAN},
+    "ocp": {},
+    "p3109": {"unsigned_negative": UnsignedNegative.NAN},
+}
+
+#: every (convention, format) cell; adding a format is one record in `formats.specs` plus its rows
+CONVENTION_ROWS: tuple[ConventionRow, ...] = (
+    # ---- ml_dtypes 0.5–0.7 (numpy astype; FP16 is numpy's own float16) --------------------------
+    *_rows("ml_dtypes", ("E4M3FN", "E5M2", "E4M3FNUZ", "E5M2FNUZ"), dtype=True, casts=True),
+    *_rows("ml_dtypes", "BF16", dtype=True, casts=True, decode_nan="payload"),
+    *_rows("ml_dtypes", "FP16", dtype="float16", casts=True, decode_nan="payload",
+           float64_via_float32=False, nan_payload=NanPayload.TRUNCATE,
+           note="numpy's own float16 cast: float64 rounded once, NaN payload kept"),
+    *_rows("ml_dtypes", "E8M0", dtype=True, casts=True, rounding=Rounding.NEAREST_AWAY,
+           unsigned_zero=UnsignedZero.NAN, unsigned_negative=UnsignedNegative.NAN,
+           e8m0_float32_subnormals=RELEASE_RULE),
+    *_rows("ml_dtypes", _NO_SPECIALS, dtype=True, casts=True, overflow=Overflow.SATURATE,
+           nan_to_finite=NanToFinite.NEGATED_ZERO),
+    *_rows("ml_dtypes", "FP32", note="float32 is the source dtype itself: no cast to compare"),
+    *_rows("ml_dtypes", ("E3M4", "E4M3IEEE", "E4M3B11FNUZ"), dtype=True, casts=True),
+    *_rows("ml_dtypes", "E5M3FNU", dtype=True, casts=True, unsigned_negative=UnsignedNegative.NAN),
+    *_rows("ml_dtypes", _INTS, dtype=True, note=_INT_NOTE + " (ml_dtypes: toward zero; a result "
+           "outside the grid, ±Inf and NaN give 0)", **_INT_RULE),
+    *_not_provided("ml_dtypes", _P3109, "ml_dtypes 0.7 has no P3109 types"),
+    # ---- torch 2.13 CPU eager (tensors of rank ≥ 1) ----------------------------------------------
+    *_rows("torch", "FP16", dtype=True, casts=True, decode_nan="quiet_payload",
+           nan_payload=NanPayload.QUIET_TRUNCATE),
+    *_rows("torch", "BF16", dtype=True, casts=True, decode_nan="payload",
+           nan_payload=NanPayload.ALL_ONES_NEGATIVE),
+    *_rows("torch", "E5M2", dtype=True, casts=True, decode_nan="quiet_payload",
+           nan_payload=NanPayload.ALL_ONES),
+    *_rows("torch", "E4M3FN", dtype=True, casts=True, decode_nan="quiet_payload",
+           overflow=Overflow.SATURATE),
+    *_rows("torch", "E8M0", dtype=True, casts=True, decode_nan="snan1", rounding=Rounding.NEAREST_AWAY,
+           unsigned_zero=UnsignedZero.SMALLEST, unsigned_negative=UnsignedNegative.MAGNITUDE,
+           e8m0_float32_subnormals="exponent_field"),
+    *_rows("torch", ("E4M3FNUZ", "E5M2FNUZ"), dtype=True, casts=True, decode_nan="snan1"),
+    *_rows("torch", _NO_SPECIALS, overflow=Overflow.SATURATE,
+           note="torch 2.13 has no element cast to FP4/FP6 (float4_e2m1fn_x2 is a packed storage "
+                "type): lowprec's reading, saturating, NaN refused"),
+    *_rows("torch", "FP32", note="float32 is the source dtype itself: no cast to compare"),
+    *_rows("torch", _INTS, note=_INT_NOTE, **_INT_RULE),
+    *_not_provided("torch", _ML_EXTRA_FLOATS, "torch 2.13 has no such dtype"),
+    *_not_provided("torch", _P3109, "torch 2.13 has no P3109 types"),
+    # ---- Triton on NVIDIA, compiled (PTX cvt.rn.satfinite) ---------------------------------------
+    *_rows("triton_nvidia", "E4M3FN", dtype="float8e4nv", casts=True, sources=("float32", "bfloat16")),
+    *_rows("triton_nvidia", "E5M2", dtype="float8e5", casts=True, sources=("float32", "bfloat16")),
+    *_rows("triton_nvidia", ("BF16", "FP16", "FP32", "E4M3FNUZ", "E5M2FNUZ") + _NO_SPECIALS,
+           note="the PTX ISA's cvt.rn.satfinite rule read for this format; lowprec's Triton kernels "
+                "cast to fp8 E4M3FN/E5M2 only"),
+    *_rows("triton_nvidia", "E8M0", unsigned_zero=UnsignedZero.NAN,
+           note="the PTX ISA's cvt.rn.satfinite rule read for E8M0; lowprec's Triton kernels cast to "
+                "fp8 E4M3FN/E5M2 only"),
+    *_rows("triton_nvidia", _INTS, note=_INT_NOTE, **_INT_RULE),
+    *_not_provided("triton_nvidia", _ML_EXTRA_FLOATS + _P3109, "no PTX conversion to this format"),
+    # ---- the OCP OFP8 / MX v1.0 reading ----------------------------------------------------------
+    *_rows("ocp", ("E4M3FN", "E5M2") + _NO_SPECIALS, overflow=Overflow.SATURATE,
+           note="OCP MX v1.0 §6.3: conversion to the MX element types saturates"),
+    *_rows("ocp", "E8M0", unsigned_zero=UnsignedZero.NAN, unsigned_negative=UnsignedNegative.NAN),
+    *_rows("ocp", ("BF16", "FP16", "FP32", "E4M3FNUZ", "E5M2FNUZ"),
+           note="not an OCP format: IEEE overflow (to Inf, or NaN where there is no Inf)"),
+    *_rows("ocp", _INTS, note=_INT_NOTE, **_INT_RULE),
+    *_not_provided("ocp", _ML_EXTRA_FLOATS + _P3109, "not an OCP format"),
+    # ---- IEEE P3109 as gfloat models it ----------------------------------------------------------
+    *_rows("p3109", _P3109, dtype=True, note="gfloat 0.5 round_float(fi, v) with its defaults; its "
+           "saturation modes are CastPolicy.overflow's (SatFinite, SatPropagate, OvfInf)"),
+    *_not_provided("p3109", tuple(f.name for f in CORE_FORMATS + ML_DTYPES_EXTRA_FORMATS),
+                   "not a P3109 binary8 format"),
+)
+_TABLE: dict[tuple[str, str], ConventionRow] = {}
+for _row in CONVENTION_ROWS:
+    if (_row.convention, _row.format) in _TABLE:
+        raise RuntimeError(f"conventions table: ({_row.convention}, {_row.format}) is given twice")
+    _TABLE[(_row.convention, _row.format)] = _row
+for _conv in CONVENTIONS:
+    for _fmt in ALL_FORMATS:
+        if (_conv, _fmt.name) not in _TABLE:
+            raise RuntimeError(f"conventions table: no row for ({_conv}, {_fmt.name}); give one "
+                               f"(or an explicit not-provided row)")
+
+
+def convention_row(convention: str, fmt: str | Format) -> ConventionRow:
+    """The table's cell for (`convention`, `fmt`); ValueError for an unknown convention."""
+    if not isinstance(convention, str) or convention.lower() not in CONVENTIONS:
+        raise ValueError(f"unknown convention {convention!r}; known: {', '.join(CONVENTIONS)}")
+    f = get_format(fmt)
+    row = _TABLE.get((convention.lower(), f.name))
+    if row is None:  # a format built outside the registry (gemm's TF32, UE4M3): nothing provided
+        return ConventionRow(convention.lower(), f.name, provided=False,
+                             note=f"{f.name} is not a registered format")
+    return row
+
+
+def providers(fmt: str | Format) -> tuple[str, ...]:
+    """The conventions that provide a cast to `fmt`, in `CONVENTIONS` order."""
+    f = get_format(fmt)
+    return tuple(c for c in CONVENTIONS if convention_row(c, f).provided)
+
+
+def backend_dtypes(convention: str, *, casts_only: bool = True) -> dict[str, ConventionRow]:
+    """format name → row, for the formats whose backend type the convention names (with
+    `casts_only`, only where the backend's cast is the row's rounding cast: the oracles)."""
+    return {r.format: r for r in CONVENTION_ROWS
+            if r.convention == convention and r.provided and r.dtype and (r.casts or not casts_only)}
+
+
+def decode_nan_rule(convention: str, fmt: Format) -> str:
+    """How `convention`'s backend writes fmt's NaN codes as float32 (a `DECODE_NAN_RULES` name)."""
+    row = _TABLE.get((convention, fmt.name))
+    return row.decode_nan if row is not None else "canonical"
+
+
+def _resolved(value: Any, release: tuple[bool, str], field: str) -> Any:
+    if value != RELEASE_RULE:
+        return value
+    return release[0] if field == "float64_via_float32" else release[1]
+
+
+def _policy(row: ConventionRow, version: str | None) -> CastPolicy:
+    release = ml_dtypes_rules(version) if row.convention == "ml_dtypes" else (False, "nearest")
+    fields: dict[str, Any] = dict(_BASES[row.convention]) if row.from_base else {}
+    fields.update(row.changes)
+    fields = {k: _resolved(v, release, k) for k, v in fields.items()}
+    return CastPolicy(name=row.convention, **fields)
 
 
 def policy_for(convention: str, fmt: str | Format, *, version: str | None = None) -> CastPolicy:
-    """The CastPolicy that backend `convention` applies when casting to `fmt`.
+    """The CastPolicy that backend `convention` applies when casting to `fmt`: its cell of the
+    conventions table (`CONVENTION_ROWS`).
 
-    Conventions: ml_dtypes, torch, triton_nvidia, ocp. Integer grids get nearest-even with
-    saturation under every convention. `version` (ml_dtypes only, e.g. '0.6.0') asks for that
-    release's rules instead of the installed release's (see `ML_DTYPES_RULES`).
+    Conventions: ml_dtypes, torch, triton_nvidia, ocp, p3109. Integer grids get nearest-even with
+    saturation under every convention but p3109. A cell marked not provided raises ValueError naming
+    the conventions that do provide the format. `version` (ml_dtypes only, e.g. '0.6.0') asks for
+    that release's rules instead of the installed release's (see `ML_DTYPES_RULES`).
     """
-    if not isinstance(convention, str) or convention.lower() not in _BUILDERS:
-        raise ValueError(f"unknown convention {convention!r}; known: {', '.join(_BUILDERS)}")
+    if not isinstance(convention, str) or convention.lower() not in CONVENTIONS:
+        raise ValueError(f"unknown convention {convention!r}; known: {', '.join(CONVENTIONS)}")
     conv = convention.lower()
     if version is not None and conv != "ml_dtypes":
         raise ValueError(f"version={version!r}: only the ml_dtypes convention is versioned "
@@ -168,11 +327,12 @@ def policy_for(convention: str, fmt: str | Format, *, version: str | None = None
     if version is not None:
         ml_dtypes_rules(version)  # a bad version string raises even for integer grids
     f = get_format(fmt)
-    if not isinstance(f, FloatFormat):
-        return CastPolicy(overflow=Overflow.SATURATE, name=conv)
-    if conv == "ml_dtypes":
-        return _ml_dtypes(f, version)
-    return _BUILDERS[conv](f)
+    row = convention_row(conv, f)
+    if not row.provided:
+        others = providers(f)
+        raise ValueError(f"the {conv} convention does not provide {f.name} ({row.note}); "
+                         + (f"conventions that do: {', '.join(others)}" if others else "no convention does"))
+    return _policy(row, version)
 
 
 @config_record
@@ -181,44 +341,3 @@ class ConventionsConfig:
 
     format: str = knob("E4M3FN", "float format whose edge cases are tabulated",
                        choices=tuple(f.name for f in FLOAT_FORMATS))
-
-
-def conventions_table(formats: tuple[FloatFormat, ...] = FLOAT_FORMATS) -> list[dict[str, Any]]:
-    """One row per (format, convention): what happens at each edge, computed by the model."""
-    import numpy as np
-
-    from .codec import decode, encode
-
-    if isinstance(formats, (str, FloatFormat)):
-        formats = (formats,)  # type: ignore[assignment]
-    if not isinstance(formats, (tuple, list)):
-        raise TypeError(f"formats must be a tuple of float formats (or names), got {type(formats).__name__}")
-    checked = tuple(get_format(f) for f in formats)
-    for f in checked:
-        if not isinstance(f, FloatFormat):
-            raise ValueError(f"formats: {f.name} is an integer grid; the conventions table covers float formats")
-    rows: list[dict[str, Any]] = []
-    for f in checked:
-        probes: dict[str, float] = {
-            "max": f.max,
-            "overflow (2·max)": 2 * f.max,
-            "+Inf": float("inf"),
-            "-Inf": float("-inf"),
-            "NaN": float("nan"),
-        }
-        if not f.signed:
-            probes.update({"0": 0.0, "-1": -1.0, "3 (tie)": 3.0})
-        for conv in _BUILDERS:
-            pol = policy_for(conv, f)
-            row: dict[str, Any] = {"format": f.name, "convention": conv, "policy": pol.to_dict()}
-            for label, v in probes.items():
-                try:
-                    with np.errstate(over="ignore"):
-                        x32 = np.array([v], np.float32)
-                    code = int(encode(x32, f, pol)[0])
-                    val = float(decode(np.array([code]), f)[0])
-                    row[label] = {"code": code, "value": val}
-                except ValueError as exc:
-                    row[label] = {"error": str(exc).split(";")[0]}
-            rows.append(row)
-    return rows

@@ -15,6 +15,10 @@ cannot disagree. The rules, stated once:
   `lowprec cast` (whose options are generated from that record). A rounding or overflow
   override that differs from the base policy's own mode gives a policy named `<base>+custom`
   (`torch+custom`); an override equal to the base's own mode changes nothing, name included.
+  A convention that does not provide the format (the conventions table's explicit "not provided":
+  ml_dtypes has no P3109 type, P3109's reading covers only P3109 formats) hands over to the first
+  convention that does: its policy, under its own name (`p3109`), and the bin view's note says so
+  (`handed_over`); `policy_for` itself refuses such a pair.
 - **Errors**: `error = value − x` (one correctly rounded float64 subtraction), `abs_error = |error|`,
   `rel_error = abs_error / |x|`. At x = 0 (either sign) `rel_error` is 0 when the value is a zero
   and +inf otherwise (a nonzero answer for zero is infinitely wrong, relatively). Infinities: an
@@ -49,7 +53,7 @@ import numpy as np
 from lowprec.config import config_record, knob
 
 from .codec import decode, default_policy, encode
-from .conventions import CONVENTIONS, policy_for
+from .conventions import CONVENTIONS, convention_row, policy_for, providers
 from .parse import parse_value
 from .policy import CastPolicy, Overflow, Rounding
 from .specs import ALL_FORMATS, FloatFormat, Format, IntFormat, get_format
@@ -215,7 +219,13 @@ def resolve_policy(fmt: str | Format, convention: str | None = None, rounding: s
     if convention:
         if convention not in CONVENTIONS:
             raise ValueError(f"unknown convention {convention!r}; known: {', '.join(CONVENTIONS)}")
-        base = policy_for(convention, f)
+        if convention_row(convention, f).provided:
+            base = policy_for(convention, f)
+        else:
+            home = providers(f)
+            if not home:
+                raise ValueError(f"no convention provides a cast to {f.name}")
+            base = policy_for(home[0], f)
     else:
         base = default_policy(f).with_(name=DEFAULT_POLICY_NAME)
     if rounding and rounding not in _ROUNDINGS:
@@ -230,6 +240,17 @@ def resolve_policy(fmt: str | Format, convention: str | None = None, rounding: s
     if not changes:
         return base
     return base.with_(**changes, name=f"{base.name}+custom")
+
+
+def handed_over(fmt: str | Format, convention: str | None) -> str:
+    """'' when `convention` (or none) provides `fmt`; else the sentence saying which convention's
+    policy `resolve_policy` uses instead."""
+    f = get_format(fmt)
+    if not convention or convention not in CONVENTIONS or convention_row(convention, f).provided:
+        return ""
+    home = providers(f)
+    return (f"{convention} provides no {f.name} cast: the {home[0]} convention's policy is used"
+            if home else "")
 
 
 def relative_error(x: float, value: float) -> tuple[float, float, float]:
@@ -536,6 +557,8 @@ def explain_value(text: str, fmt: str | Format = "E4M3FN", convention: str | Non
         centre = 0 if x_scaled < 0 else grid.values.size - 1
     else:
         centre = int(np.searchsorted(grid.values, 0.0))  # NaN: the window around zero
+    if handed_over(f, convention):
+        notes.append(handed_over(f, convention))
     if not math.isfinite(v_main):
         notes.append(f"{text} encodes to {main.cls.upper()} in {f.name}: no rounding bin")
     bins = window_bins(f, policy, centre)

@@ -17,6 +17,7 @@ from .policy import (
     NanToFinite,
     Overflow,
     Rounding,
+    SrFraction,
     Subnormals,
     UnsignedNegative,
     UnsignedZero,
@@ -37,12 +38,10 @@ def decode_scalar(code: int, fmt: str | Format) -> float:
     s = (code >> f.sign_shift) & 1 if f.signed else 0
     mag = code & f.magnitude_mask
     E, M = mag >> m, mag & ((1 << m) - 1)
-    if f.nan_encoding == "fnuz" and code == 1 << f.sign_shift:
+    if f.is_nan_code(code):
         return math.nan
-    if f.nan_encoding in ("fn", "e8m0") and mag == f.magnitude_mask:
-        return math.nan
-    if f.nan_encoding == "ieee" and E == (1 << f.exponent_bits) - 1:
-        return math.nan if M else (-math.inf if s else math.inf)
+    if f.has_inf and mag == f.inf_code:
+        return -math.inf if s else math.inf
     if E == 0 and f.subnormals:
         value = Fraction(M, 1 << m) * Fraction(2) ** f.emin  # subnormal: 0.M × 2^emin
     else:
@@ -50,17 +49,38 @@ def decode_scalar(code: int, fmt: str | Format) -> float:
     return -float(value) if s else float(value)
 
 
-def _round_significand(q: Fraction, negative: bool, rounding: Rounding, u32: int | None,
-                       floor_code_odd: bool | None = None) -> int:
-    """Round q ≥ 0 (a value measured in quanta) to an integer under `rounding`.
+def _sr_up(frac: Fraction, u32: int, policy: CastPolicy) -> bool:
+    """Stochastic rounding's decision for the discarded fraction 0 < frac < 1 and the element's 32
+    random bits, under the policy's random_bits and sr_fraction (see `SrFraction`)."""
+    if policy.sr_default:
+        return u32 < math.floor(frac * 2**32)  # P(up) = floor(frac·2^32) / 2^32
+    bits = policy.sr_bits
+    rule = policy.sr_fraction
+    q = bits + 1 if rule is SrFraction.HALF else bits
+    scaled = frac * 2**q
+    t = math.floor(scaled)
+    if rule in (SrFraction.NEAREST_EVEN, SrFraction.NEAREST_ODD):
+        d = scaled - t
+        tie_up = (t % 2 == 1) if rule is SrFraction.NEAREST_EVEN else (t % 2 == 0)
+        t += 1 if d > Fraction(1, 2) or (d == Fraction(1, 2) and tie_up) else 0
+    srb = (~u32 & 0xFFFFFFFF) >> (32 - bits)  # the top N bits of the word's complement
+    if rule is SrFraction.HALF:
+        return t + 2 * srb + 1 >= 2**q
+    return t + srb >= 2**q
 
-    A nearest-even tie goes up when the code of floor(q) is odd (default: floor(q) itself odd)."""
+
+def _round_significand(q: Fraction, negative: bool, policy: CastPolicy, u32: int | None,
+                       floor_code_odd: bool | None = None) -> int:
+    """Round q ≥ 0 (a value measured in quanta) to an integer under the policy's rounding.
+
+    The tie and odd rules read the parity of the code of floor(q) (default: floor(q) itself)."""
+    rounding = policy.rounding
     n = math.floor(q)
     frac = q - n
     if frac == 0:
         return n
+    odd = n % 2 == 1 if floor_code_odd is None else floor_code_odd
     if rounding is Rounding.NEAREST_EVEN:
-        odd = n % 2 == 1 if floor_code_odd is None else floor_code_odd
         return n + 1 if frac > Fraction(1, 2) or (frac == Fraction(1, 2) and odd) else n
     if rounding is Rounding.NEAREST_AWAY:
         return n + 1 if frac >= Fraction(1, 2) else n
@@ -70,24 +90,27 @@ def _round_significand(q: Fraction, negative: bool, rounding: Rounding, u32: int
         return n if negative else n + 1
     if rounding is Rounding.DOWN:
         return n + 1 if negative else n
+    if rounding is Rounding.TO_ODD:
+        return n if odd else n + 1
     assert u32 is not None, "stochastic rounding needs a 32-bit random integer u32"
-    return n + 1 if u32 < math.floor(frac * 2**32) else n  # P(up) = floor(frac·2^32) / 2^32
+    return n + 1 if _sr_up(frac, u32, policy) else n
 
 
 def _nan_code(f: FloatFormat, negative: bool, policy: CastPolicy) -> int:
+    """The NaN code of a payload-free NaN input, by the format's `nan_kind`."""
     sbit = (1 << f.sign_shift) if (f.signed and negative) else 0
-    if f.nan_encoding == "fnuz":
+    kind = f.nan_kind
+    if kind == "negative_zero":
         return 1 << f.sign_shift
-    if f.nan_encoding == "e8m0":
-        return 0xFF
+    if kind == "unsigned_top":
+        return f.magnitude_mask
     if policy.nan_payload is NanPayload.ALL_ONES_NEGATIVE:
         return f.magnitude_mask | (1 << f.sign_shift)
-    if f.nan_encoding == "fn":
+    if kind == "top":
         return f.magnitude_mask | sbit
-    e_all = ((1 << f.exponent_bits) - 1) << f.mantissa_bits
     if policy.nan_payload is NanPayload.ALL_ONES:
-        return e_all | ((1 << f.mantissa_bits) - 1) | sbit
-    return e_all | (1 << (f.mantissa_bits - 1)) | sbit  # canonical quiet NaN (payload-free input)
+        return f.inf_code | ((1 << f.mantissa_bits) - 1) | sbit
+    return f.inf_code | (1 << (f.mantissa_bits - 1)) | sbit  # canonical quiet NaN (payload-free input)
 
 
 def encode_scalar(x: float, fmt: str | Format, policy: CastPolicy | None = None,
@@ -113,7 +136,7 @@ def encode_scalar(x: float, fmt: str | Format, policy: CastPolicy | None = None,
         if math.isnan(x):
             return _int_nan(f, negative, pol)
         v = Fraction(x) if math.isfinite(x) else Fraction(int(f.max) * 2 if x > 0 else int(f.min) * 2)
-        n = _round_significand(abs(v), v < 0, pol.rounding, u32)
+        n = _round_significand(abs(v), v < 0, pol, u32)
         n = -n if v < 0 else n
         n = max(int(f.min), min(int(f.max), n))
         return n & (f.n_codes - 1)
@@ -131,13 +154,13 @@ def encode_scalar(x: float, fmt: str | Format, policy: CastPolicy | None = None,
     if (not f.subnormals and pol.e8m0_float32_subnormals == "exponent_field"
             and 2.0**-127 < x < 2.0**-126 and float(np.float32(x)) == x):
         return 1  # the backends read the float32 exponent field: subnormals above 2^-127 go up
-    if x == 0 and not f.has_zero:
+    if x == 0 and not f.has_zero:  # (a format with a zero takes ±0 as 0 below)
         if pol.unsigned_zero is UnsignedZero.RAISE:
             raise ValueError(f"zero cannot be encoded in {f.name} (it has no zero)")
         return _nan_code(f, False, pol) if pol.unsigned_zero is UnsignedZero.NAN else 0
     max_code = f.max_magnitude_code
     if math.isinf(x):
-        if pol.overflow is Overflow.SATURATE:
+        if pol.overflow is Overflow.SATURATE:  # saturate_propagate keeps ±Inf
             return max_code | sbit
         return (max_code + 1) | sbit if f.has_inf else _nan_code(f, negative, pol)
     v = abs(Fraction(x))
@@ -152,9 +175,12 @@ def encode_scalar(x: float, fmt: str | Format, policy: CastPolicy | None = None,
             e += 1
         e_eff = max(e, f.emin)  # below emin the quantum stays 2^(emin - m): subnormals
         quantum = Fraction(2) ** (e_eff - m)
-        # the code's last bit is the mantissa's, or the exponent field's when m = 0 (E8M0)
-        odd = None if m > 0 else (e_eff - f.emin) % 2 == (0 if f.subnormals else 1)
-        n = _round_significand(v / quantum, negative, pol.rounding, u32, odd)
+        # the code's last bit is the mantissa's, or the exponent field's when m = 0 (E8M0, P3109
+        # K8P1): the code of floor is (e_eff - emin) + n with subnormals, (e_eff - emin) without
+        n_floor = math.floor(v / quantum)
+        odd = None if m > 0 else ((e_eff - f.emin + n_floor) % 2 == 1 if f.subnormals
+                                  else (e_eff - f.emin) % 2 == 1)
+        n = _round_significand(v / quantum, negative, pol, u32, odd)
         if f.subnormals:
             mag = ((e_eff - f.emin) << m) + n
         else:
@@ -162,7 +188,7 @@ def encode_scalar(x: float, fmt: str | Format, policy: CastPolicy | None = None,
         if mag > max_code:
             toward_zero = pol.rounding is Rounding.TOWARD_ZERO or (
                 pol.rounding is Rounding.UP and negative) or (pol.rounding is Rounding.DOWN and not negative)
-            if toward_zero or pol.overflow is Overflow.SATURATE:
+            if toward_zero or pol.overflow is not Overflow.NONFINITE:
                 mag = max_code
             elif f.has_inf:
                 mag = max_code + 1
@@ -170,7 +196,7 @@ def encode_scalar(x: float, fmt: str | Format, policy: CastPolicy | None = None,
                 return _nan_code(f, negative, pol)
         if f.subnormals and pol.subnormals is Subnormals.FLUSH and 0 < mag < (1 << m):
             mag = 0
-    if f.nan_encoding == "fnuz" and mag == 0:
+    if not f.has_negative_zero and mag == 0:  # the -0 code is NaN (or there is no sign)
         return 0
     return mag | sbit
 

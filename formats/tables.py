@@ -134,8 +134,10 @@ def rounding_bin(fmt: str | Format, code: int, policy: CastPolicy | None = None)
     the neighbour nearer zero loses the tie). Directed modes: [v, next) when rounding goes down in
     value (down; toward_zero for positives), (prev, v] when it goes up. At the top, values beyond
     the overflow threshold belong to the largest finite code when it absorbs overflow (saturate,
-    or rounding toward zero), else to ±Inf/NaN. Zero: +0 takes 0 itself; -0 takes the negative
-    values that round to zero. Stochastic rounding has no bin (ValueError).
+    saturate_propagate, or rounding toward zero), else to ±Inf/NaN. Zero: +0 takes 0 itself; -0
+    takes the negative values that round to zero. Round to odd: an odd code takes the open interval
+    between its neighbours, an even code only its own value (plus, saturating, what overflows onto
+    it). Stochastic rounding has no bin (ValueError).
     """
     f = get_format(fmt)
     pol = policy or default_policy(f)
@@ -161,9 +163,13 @@ def rounding_bin(fmt: str | Format, code: int, policy: CastPolicy | None = None)
     neg_zero = v == 0 and bool(np.signbit(v))
     has_neg_zero = isinstance(f, FloatFormat) and f.has_negative_zero
     r = pol.rounding
-    sat = pol.overflow is Overflow.SATURATE
+    sat = pol.overflow is not Overflow.NONFINITE  # finite values beyond max: saturated
+    # an unsigned format's lowest code: its zero (0 itself included), or E8M0's 2^-127 (above 0)
+    unsigned_floor = None if f.signed else (Fraction(0), f.has_zero)
     lo: Fraction | None
     hi: Fraction | None
+    if r is Rounding.TO_ODD:
+        return _odd_bin(f, int(code), v, prev, nxt, top_gap, sat, neg_zero, has_neg_zero, unsigned_floor)
     if r in (Rounding.NEAREST_EVEN, Rounding.NEAREST_AWAY):
         lo = (prev + fv) / 2 if prev is not None else None
         hi = (fv + nxt) / 2 if nxt is not None else None
@@ -178,8 +184,8 @@ def rounding_bin(fmt: str | Format, code: int, policy: CastPolicy | None = None)
         if prev is None and not sat and f.signed:
             lo = -(top + top_gap / 2)
             lo_c = r is Rounding.NEAREST_EVEN and (int(code) & 1) == 0
-        if prev is None and not f.signed:  # E8M0: no zero, everything above 0 up to here
-            lo, lo_c = Fraction(0), False
+        if prev is None and unsigned_floor is not None:  # E8M0: no zero, all above 0 up to here
+            lo, lo_c = unsigned_floor
         if v == 0 and has_neg_zero:
             if neg_zero:
                 hi, hi_c = Fraction(0), False
@@ -207,9 +213,44 @@ def rounding_bin(fmt: str | Format, code: int, policy: CastPolicy | None = None)
             hi, hi_c = None, False
         if prev is None and f.signed and (sat or not goes_down):
             lo, lo_c = None, False
-        if prev is None and not f.signed:
-            lo, lo_c = Fraction(0), False
+        if prev is None and unsigned_floor is not None:
+            lo, lo_c = unsigned_floor
     lo_f = float(lo) if lo is not None else -np.inf
     hi_f = float(hi) if hi is not None else np.inf
     return RoundingBin(int(code), v, lo_f, hi_f, bool(lo_c and lo is not None),
                        bool(hi_c and hi is not None))
+
+
+def _odd_bin(f: Format, code: int, v: float, prev: Fraction | None, nxt: Fraction | None,
+             top_gap: Fraction, sat: bool, neg_zero: bool, has_neg_zero: bool,
+             unsigned_floor: tuple[Fraction, bool] | None) -> RoundingBin:
+    """`rounding_bin` under round-to-odd: truncate the magnitude, then an inexact result takes the
+    odd one of its two neighbours. Neighbouring finite values have neighbouring codes, so an odd
+    code takes (prev, next), an even one only itself; at the top, values beyond max truncate to max
+    (or beyond): an odd max keeps those below max + gap, an even max none — saturation gives it
+    every value above. E8M0's lowest code (2^-127, even) also takes what lies below it."""
+    fv = Fraction(v)
+    odd = (code & 1) == 1 if isinstance(f, FloatFormat) else int(v) % 2 != 0
+    if v == 0:
+        if neg_zero:  # only -0 itself: a negative value that truncates to -0 goes to the odd -min
+            return RoundingBin(code, v, 0.0, 0.0, False, False)
+        return RoundingBin(code, v, 0.0, 0.0, True, True)
+    lo: Fraction | None
+    hi: Fraction | None
+    if odd:
+        lo, lo_c, hi, hi_c = prev, False, nxt, False
+    else:
+        lo, lo_c, hi, hi_c = fv, True, fv, True
+    top = nxt is None if fv > 0 else prev is None
+    if top:  # the largest magnitude
+        beyond = (None if sat else fv + top_gap if fv > 0 else fv - top_gap) if odd else (
+            None if sat else fv)
+        if fv > 0:
+            hi, hi_c = beyond, bool(beyond == fv)
+        else:
+            lo, lo_c = beyond, bool(beyond == fv)
+    if prev is None and unsigned_floor is not None and not unsigned_floor[1]:  # E8M0's 2^-127
+        lo, lo_c = Fraction(0), False
+    lo_f = float(lo) if lo is not None else -np.inf
+    hi_f = float(hi) if hi is not None else np.inf
+    return RoundingBin(code, v, lo_f, hi_f, bool(lo_c and lo is not None), bool(hi_c and hi is not None))

@@ -9,8 +9,12 @@ ml_dtypes casts with numpy `astype` (FP16 is numpy's own float16); torch casts 1
 (compiled: PTX `cvt.rn.satfinite`). The Triton interpreter (`TRITON_INTERPRET=1`) runs in a child
 process, because the variable must be set before Triton is imported; its fp8 conversions are known
 to be wrong at ties, overflow and NaN, so it is a plumbing check (`oracle=False`), never an oracle.
-Integer grids (INT8/INT4) are left out everywhere: the backends' float→int casts truncate/wrap,
-which is not a rounding cast the model claims to reproduce.
+Integer grids are left out everywhere: the backends' float→int casts truncate/wrap, which is not a
+rounding cast the model claims to reproduce.
+
+Which backend casts to which format, from which source dtypes and under which type, is not written
+here: it is read from the conventions table (`formats.conventions.CONVENTION_ROWS`; a row whose
+backend type casts is supported, every other row's note is the reason a format is not).
 """
 
 from __future__ import annotations
@@ -28,7 +32,8 @@ import numpy as np
 
 import lowprec
 from lowprec.extras import not_installed
-from lowprec.formats import FLOAT_FORMATS, Format, get_format
+from lowprec.formats import ALL_FORMATS, Format, get_format
+from lowprec.formats.conventions import backend_dtypes, convention_row
 
 #: the folder that holds the `lowprec` package (the checkout's root, or site-packages)
 ROOT = Path(lowprec.__file__).resolve().parents[1]
@@ -36,6 +41,22 @@ ROOT = Path(lowprec.__file__).resolve().parents[1]
 
 def _code_dtype(fmt: Format) -> type[np.unsignedinteger[Any]]:
     return np.uint8 if fmt.bits <= 8 else np.uint16
+
+
+def _supported(convention: str) -> dict[str, tuple[str, ...]]:
+    """format name → source dtypes, for the formats whose cast `convention`'s backend provides."""
+    return {name: row.sources for name, row in backend_dtypes(convention).items()}
+
+
+def _unsupported(convention: str) -> dict[str, str]:
+    """format name → why `convention`'s backend has no cast to it (the table row's note)."""
+    supported = backend_dtypes(convention)
+    out = {}
+    for f in ALL_FORMATS:
+        if f.name not in supported:
+            row = convention_row(convention, f)
+            out[f.name] = row.note or ("not provided" if not row.provided else "not a cast this backend provides")
+    return out
 
 
 def _apply_encode_scale(x: np.ndarray, encode_scale: float) -> np.ndarray:
@@ -100,9 +121,8 @@ class MlDtypesBackend(Backend):
     name = "ml_dtypes"
     convention = "ml_dtypes"
     nan_bits = "ml_dtypes"
-    unsupported = {"FP32": "the source dtype itself", "INT8": "numpy float→int truncates",
-                   "INT4": "ml_dtypes int4 truncates and wraps"}
-    supported = {f.name: ("float32",) for f in FLOAT_FORMATS if f.name != "FP32"}
+    unsupported = _unsupported("ml_dtypes")
+    supported = _supported("ml_dtypes")
 
     def versions(self) -> dict[str, str]:
         import ml_dtypes
@@ -110,11 +130,12 @@ class MlDtypesBackend(Backend):
         return {"ml_dtypes": ml_dtypes.__version__, "numpy": np.__version__}
 
     def _dtype(self, f: Format) -> Any:
-        if hasattr(np, f.dtype_name):  # float16: numpy's own type
-            return getattr(np, f.dtype_name)
+        name = convention_row(self.convention, f).dtype
+        if hasattr(np, name):  # float16: numpy's own type
+            return getattr(np, name)
         import ml_dtypes
 
-        return getattr(ml_dtypes, f.dtype_name)
+        return getattr(ml_dtypes, name)
 
     def encode(self, x: np.ndarray, fmt: str | Format, *, source_dtype: str = "float32",
                encode_scale: float = 1.0) -> tuple[np.ndarray, float | None]:
@@ -139,14 +160,8 @@ class TorchBackend(Backend):
 
     convention = "torch"
     nan_bits = "torch"
-    supported = {k: ("float32",) for k in ("E4M3FN", "E5M2", "E8M0", "BF16", "FP16", "E4M3FNUZ",
-                                            "E5M2FNUZ")}
-    unsupported = {
-        "E2M1": "torch has no element cast to FP4 (float4_e2m1fn_x2 is a packed storage type)",
-        "E3M2": "torch has no FP6 dtype", "E2M3": "torch has no FP6 dtype",
-        "FP32": "the source dtype itself", "INT8": "float→int casts truncate",
-        "INT4": "no int4 dtype",
-    }
+    supported = _supported("torch")
+    unsupported = _unsupported("torch")
 
     def __init__(self, device: str = "cpu") -> None:
         self.device = device
@@ -171,7 +186,7 @@ class TorchBackend(Backend):
 
         f = self.check_format(fmt, source_dtype)
         y = np.ascontiguousarray(_apply_encode_scale(x, encode_scale).reshape(-1))
-        t = torch.from_numpy(y).to(self.device).to(getattr(torch, f.dtype_name))
+        t = torch.from_numpy(y).to(self.device).to(getattr(torch, convention_row("torch", f).dtype))
         view = torch.uint8 if f.bits <= 8 else torch.int16
         codes = t.view(view).cpu().numpy().view(_code_dtype(f))
         return codes.reshape(np.shape(x)).copy(), None
@@ -185,7 +200,7 @@ class TorchBackend(Backend):
             t = torch.from_numpy(c)
         else:
             t = torch.from_numpy(c.view(np.int16))
-        vals = t.to(self.device).view(getattr(torch, f.dtype_name)).to(torch.float32)
+        vals = t.to(self.device).view(getattr(torch, convention_row("torch", f).dtype)).to(torch.float32)
         return vals.cpu().numpy().reshape(np.shape(codes))
 
 
@@ -214,7 +229,8 @@ def _cuda_versions() -> dict[str, str]:
 # Triton (compiled on CUDA; interpreter in a child process)
 # ------------------------------------------------------------------------------------------------
 
-TRITON_FORMATS = ("E4M3FN", "E5M2")
+#: the formats the Triton kernels cast to (the triton_nvidia rows whose PTX type casts)
+TRITON_FORMATS: tuple[str, ...] = tuple(backend_dtypes("triton_nvidia"))
 
 INTERPRETER_DEVIATION = (
     "Triton's interpreter (TRITON_INTERPRET=1, Triton 3.9) emulates fp8 conversions in numpy and "
@@ -272,10 +288,8 @@ class TritonBackend(Backend):
     """Triton scaled-cast kernel (`gpu.kernels.scaled_cast`), compiled on CUDA or interpreted."""
 
     convention = "triton_nvidia"
-    supported = {k: ("float32", "bfloat16") for k in TRITON_FORMATS}
-    unsupported = {k: "the kernels cast to fp8 E4M3FN/E5M2 only"
-                   for k in ("E2M1", "E8M0", "BF16", "FP16", "E3M2", "E2M3", "E4M3FNUZ",
-                             "E5M2FNUZ", "FP32", "INT8", "INT4")}
+    supported = _supported("triton_nvidia")
+    unsupported = _unsupported("triton_nvidia")
     nan_bits = None  # compiled fp8→fp32 gives some NaN; only NaN-ness is compared
 
     def __init__(self, interpret: bool = False) -> None:

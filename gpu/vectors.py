@@ -78,12 +78,13 @@ def random_inputs(fmt: str | Format, n: int = 1_000_000, seed: int = 0) -> np.nd
     f = get_format(fmt)
     rng = np.random.default_rng(seed)
     lo = math.log2(max(f.smallest_subnormal / 8, 2.0**-149))
-    hi = min(math.log2(f.max) + 2, 127.9)
+    top = max(f.max, 1.0)  # INT1's max is 0: its random values still reach past -1
+    hi = min(math.log2(top) + 2, 127.9)
     k = n - n // 3
     exponents = np.floor(rng.uniform(lo, hi, k)).astype(np.int64)
     mags = np.ldexp(1.0 + rng.random(k), exponents)
     signs = rng.choice([-1.0, 1.0], size=k)
-    dense = rng.uniform(-f.max, f.max, n // 3)
+    dense = rng.uniform(-top, top, n // 3)
     with np.errstate(over="ignore"):
         return np.concatenate([mags * signs, dense]).astype(np.float32)
 

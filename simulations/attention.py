@@ -51,7 +51,7 @@ MASKED_ROW_POLICIES = ("raise", "zero")
 PRESETS = ("random", "three_probs")
 SUGGESTED_FORMATS = ("E4M3FN", "E5M2", "BF16", "FP16", "E2M1")
 #: formats P (and V) may be rounded to: every signed floating-point format
-ATTENTION_FORMATS = tuple(f.name for f in formats.FLOAT_FORMATS if f.signed)
+ATTENTION_FORMATS = tuple(f.name for f in formats.CORE_FORMATS if isinstance(f, formats.FloatFormat) and f.signed)
 NO_V_FORMAT = "none"  # the v_format that leaves V exact
 REL_ERROR_FLOOR = 1e-30  # ε in max(‖O‖, ε): only matters when O is exactly zero
 _TRIAL_ELEMENTS = 1 << 20  # entries of P̃ per Monte-Carlo block (bounds scratch memory to ~10 MB)

@@ -57,7 +57,7 @@ STUDIES = ("outlier", "scale_choice", "transpose", "hadamard")
 DEFAULT_GRANULARITIES = ("tensor", "row", "column", "block32", "block16x16")
 #: element formats a scaled cast of signed data can use (up to 16 bits: the clipped fraction needs
 #: the rounding bin of the largest value, from the format's code table)
-SCALED_FORMATS = tuple(f.name for f in formats.ALL_FORMATS if f.signed and f.bits <= 16)
+SCALED_FORMATS = tuple(f.name for f in formats.CORE_FORMATS if f.signed and f.bits <= 16)
 #: granularities one outlier study compares at most
 MAX_GRANULARITIES = 8
 #: the most elements the scale-choice study casts in one call (formats × magnitudes × n, each cast

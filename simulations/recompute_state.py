@@ -93,9 +93,9 @@ class DoubleCommitError(RuntimeError):
 
 def activation_formats() -> tuple[str, ...]:
     """Names of the formats a run may quantize activations to: the signed float formats."""
-    from lowprec.formats import FLOAT_FORMATS
+    from lowprec.formats import CORE_FORMATS, FloatFormat
 
-    return tuple(f.name for f in FLOAT_FORMATS if f.signed)
+    return tuple(f.name for f in CORE_FORMATS if isinstance(f, FloatFormat) and f.signed)
 
 
 def resolve_format(fmt: str | FloatFormat) -> FloatFormat:

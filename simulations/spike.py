@@ -39,7 +39,7 @@ __all__ = ["SIMULATION", "SPIKE_FORMATS", "SpikeConfig", "StreamResult", "percen
 
 #: formats a scaled cast of signed tensors can use (up to 16 bits: the clipped fraction needs the
 #: rounding bin of the largest value, from the format's code table)
-SPIKE_FORMATS = tuple(f.name for f in formats.ALL_FORMATS if f.signed and f.bits <= 16)
+SPIKE_FORMATS = tuple(f.name for f in formats.CORE_FORMATS if f.signed and f.bits <= 16)
 _BLOCK_ELEMENTS = 1 << 20  # elements generated and cast at once
 
 

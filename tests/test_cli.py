@@ -149,7 +149,7 @@ def test_bad_value_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["cast", "E4M3FN", "1", "--rounding", "sideways"]) == 2
     err = capsys.readouterr().err
     assert err == ("lowprec: error: --rounding: must be one of '', nearest_even, nearest_away, toward_zero, up, "
-                   "down, stochastic; got 'sideways'\n")
+                   "down, stochastic, to_odd; got 'sideways'\n")
 
 
 def test_command_parser_refuses_unknown_names() -> None:

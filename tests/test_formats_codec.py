@@ -12,9 +12,18 @@ import pytest
 
 from lowprec import formats as F
 from lowprec.gpu.vectors import all_inputs, structured_inputs
-from tests.backends import ML_DTYPES, TORCH, ml_dtypes_decode, ml_dtypes_encode, torch_decode, torch_encode
+from tests.backends import (
+    ML_DTYPES,
+    ML_DTYPES_CASTS,
+    TORCH,
+    ml_dtypes_decode,
+    ml_dtypes_encode,
+    torch_decode,
+    torch_encode,
+)
 
-SMALL_FLOATS = [f for f in F.FLOAT_FORMATS if f.bits <= 16]
+#: the float formats ml_dtypes (numpy for FP16) has a type for: their decode is an oracle
+SMALL_FLOATS = [f for f in F.FLOAT_FORMATS if f.bits <= 16 and f.name in ML_DTYPES]
 
 
 def _mismatch_report(x: np.ndarray, want: np.ndarray, got: np.ndarray) -> str:
@@ -63,7 +72,7 @@ def test_scalar_decode_agrees_with_vector_decode(fmt: F.Format) -> None:
 
 # ---- encode: every format × convention with a real backend -------------------------------------
 
-@pytest.mark.parametrize("name", sorted(n for n in ML_DTYPES if n not in ("INT8", "INT4")), ids=str)
+@pytest.mark.parametrize("name", sorted(ML_DTYPES_CASTS), ids=str)
 def test_encode_vs_ml_dtypes(name: str) -> None:
     fmt = F.get_format(name)
     x = all_inputs(fmt, n_random=1_000_000, seed=1)
@@ -96,6 +105,28 @@ def test_encode_float64_inputs_vs_backends(backend: str, name: str) -> None:
     want = ml_dtypes_encode(x, name) if backend == "ml_dtypes" else torch_encode(x, name)
     got = F.encode(x, fmt, F.policy_for(backend, fmt))
     assert np.array_equal(got, want), _mismatch_report(x, want, got)
+
+
+INT_GRIDS = [f for f in F.ALL_FORMATS if isinstance(f, F.IntFormat)]
+
+
+@pytest.mark.parametrize("fmt", INT_GRIDS, ids=lambda f: f.name)
+def test_int_grids_decode_and_encode_vs_ml_dtypes(fmt: F.IntFormat) -> None:
+    """Every integer grid (ml_dtypes 0.7's int1/uint1/int2/uint2/uint4 too): every code decodes as
+    ml_dtypes (numpy for INT8) reads it, and every value, midpoint ±1 float32 step and random value
+    encodes (nearest-even, saturating: lowprec's integer rule) to the ml_dtypes code of numpy's
+    rint-and-clip of it — ml_dtypes' own float → int cast truncates, so it is the layout oracle only."""
+    dt = ML_DTYPES[fmt.name]
+    codes = np.arange(fmt.n_codes, dtype=np.uint8)
+    want = codes.view(dt).astype(np.float32)
+    np.testing.assert_array_equal(F.decode(codes, fmt).view(np.uint32), want.view(np.uint32))
+    x = all_inputs(fmt, n_random=200_000, seed=4)
+    x = x[~np.isnan(x)]
+    with np.errstate(invalid="ignore"):
+        ref = np.clip(np.rint(x.astype(np.float64)), fmt.min, fmt.max).astype(dt).view(np.uint8)
+    for conv in F.providers(fmt):
+        got = F.encode(x, fmt, F.policy_for(conv, fmt))
+        assert np.array_equal(got, ref), _mismatch_report(x, ref, got)
 
 
 def test_int8_vs_numpy_rint_clip() -> None:

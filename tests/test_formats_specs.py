@@ -71,4 +71,28 @@ def test_unknown_format_lists_known_names() -> None:
 
 def test_constants_are_registered_once() -> None:
     names = F.format_names()
-    assert len(names) == len(set(names)) == 13
+    # the 13 core formats, ml_dtypes 0.7's nine others, the 30 P3109 binary8 formats (issue 28)
+    assert len(names) == len(set(names)) == 13 + 9 + 30
+    assert [f.name for f in F.CORE_FORMATS] == names[:13]
+
+
+@pytest.mark.parametrize("alias,name", [
+    ("float8_e4m3", "E4M3IEEE"), ("E4M3", "E4M3FN"), ("e4m3", "E4M3FN"), ("float8_e3m4", "E3M4"),
+    ("float8_e4m3b11fnuz", "E4M3B11FNUZ"), ("float8_e5m3fnu", "E5M3FNU"), ("int2", "INT2"),
+    ("uint2", "UINT2"), ("uint4", "UINT4"), ("int1", "INT1"), ("uint1", "UINT1"),
+    ("p3109_k8p3se", "p3109_k8p3se"), ("P3109_K8P3SE", "p3109_k8p3se"), (" p3109_K8p8UF ", "p3109_k8p8uf"),
+])
+def test_new_names_resolve(alias: str, name: str) -> None:
+    """Issue 28: each ml_dtypes 0.7 dtype name means that dtype; the short name E4M3 keeps meaning
+    OCP E4M3FN; P3109 names are gfloat's, case-insensitive."""
+    assert F.get_format(alias).name == name
+
+
+@pytest.mark.parametrize("name, match", [
+    ("p3109_k8p8se", r"precision 8 is not in 1\.\.7 \(signed formats\)"),
+    ("p3109_k8p0ue", r"precision 0 is not in 1\.\.8"),
+    ("p3109_k16p5se", "P3109 binary8 family"),
+])
+def test_p3109_names_outside_the_family_are_refused(name: str, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        F.get_format(name)

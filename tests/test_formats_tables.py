@@ -43,11 +43,13 @@ def _encodes_to(fmt: F.Format, x: float, pol: F.CastPolicy) -> int:
     return int(F.encode(np.array([x], np.float64), fmt, pol)[0])
 
 
-@pytest.mark.parametrize("rounding", ["nearest_even", "nearest_away", "toward_zero", "up", "down"])
-@pytest.mark.parametrize("overflow", ["saturate", "nonfinite"])
-@pytest.mark.parametrize("fmt", [F.E4M3FN, F.E5M2, F.E2M1, F.E4M3FNUZ, F.E8M0, F.INT4], ids=lambda f: f.name)
+@pytest.mark.parametrize("rounding", ["nearest_even", "nearest_away", "toward_zero", "up", "down", "to_odd"])
+@pytest.mark.parametrize("overflow", ["saturate", "nonfinite", "saturate_propagate"])
+@pytest.mark.parametrize("fmt", [F.E4M3FN, F.E5M2, F.E2M1, F.E4M3FNUZ, F.E8M0, F.INT4, F.E5M3FNU, F.E3M4,
+                                 F.get_format("p3109_k8p3se"), F.get_format("p3109_k8p1ue"),
+                                 F.get_format("p3109_k8p4uf")], ids=lambda f: f.name)
 def test_rounding_bin_edges_match_the_encoder(fmt: F.Format, rounding: str, overflow: str) -> None:
-    if overflow == "nonfinite" and not (fmt.has_inf or fmt.has_nan):
+    if overflow != "saturate" and not (fmt.has_inf or fmt.has_nan):
         pytest.skip(f"{fmt.name} has no Inf/NaN")
     pol = F.CastPolicy(rounding=rounding, overflow=overflow, unsigned_zero="nan")
     classes = F.classify_codes(fmt)

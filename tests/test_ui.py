@@ -448,6 +448,30 @@ def test_anchor_links_into_shadow_dom_jump(server: str, browser: Any) -> None:
     w.page.close()
 
 
+def test_bin_explorer_lists_the_registry_and_hands_over_p3109(server: str, browser: Any) -> None:
+    """Issue 28: the format menu is the registry (ml_dtypes 0.7's other types and the P3109 family
+    among them); a P3109 format under the default ml_dtypes convention, which has no P3109 type, is
+    cast by the p3109 convention and the page's note says so. 60000 overflows P3109 K8P3 signed extended
+    (max 49152) to +Inf, code 0x7F (the formats model computes the expected code)."""
+    from lowprec import formats as F
+
+    w = Watched(browser, server)
+    w.open(f"{server}/widget/BinExplorer")
+    menu = w.page.get_by_role("combobox").first
+    options = menu.locator("option").all_inner_texts()
+    for name in ("E3M4", "E4M3IEEE", "E4M3B11FNUZ", "E5M3FNU", "p3109_k8p3se", "p3109_k8p8uf"):
+        assert name in options, name
+    menu.select_option("p3109_k8p3se")
+    box = w.page.get_by_placeholder("3.3, 1e-3, -0, inf, nan, 0x1.8p3")
+    box.fill("60000")
+    box.press("Enter")
+    want = int(F.encode([60000.0], "p3109_k8p3se", F.policy_for("p3109", "p3109_k8p3se"))[0])
+    wait_until(lambda: any(r.startswith(f"p3109_k8p3se|0x{want:02X}|") for r in w.table_rows()))
+    w.page.get_by_text("ml_dtypes provides no p3109_k8p3se cast").first.wait_for(timeout=10000)
+    w.check_clean()
+    w.page.close()
+
+
 #: JavaScript: the table cells (through every shadow root) whose text does not fit their box
 CUT_CELLS = """() => { const cut = []; const walk = (root) => { for (const el of root.querySelectorAll('*')) {
     if (el.classList && el.classList.contains('slick-cell') && el.textContent.trim()

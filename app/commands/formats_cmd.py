@@ -2,7 +2,10 @@
 [--json]`: the format registry (one line per format), some formats' properties (one `name  value`
 line each; JSON: the same record as in the list, one object for one format), and one format's code
 table, as text or strict JSON (`lowprec.strictjson`: non-finite values as "nan"/"inf"/"-inf").
-FORMAT is any registered name or alias (`e4m3fn`, `float8_e4m3fn`, `bf16` …)."""
+FORMAT is any registered name or alias (`e4m3fn`, `float8_e4m3fn`, `bf16` …; every ml_dtypes dtype name
+means that dtype, so `float8_e4m3` is the IEEE-style E4M3IEEE while the short `E4M3` stays OCP
+E4M3FN; the P3109 binary8 formats go by gfloat's names, `p3109_k8p3se` …, in any case). The list
+is the registry (`formats.ALL_FORMATS`); each format's record says which conventions cast to it."""
 
 from __future__ import annotations
 
@@ -22,10 +25,14 @@ def format_properties(fmt: F.Format) -> dict[str, Any]:
         "smallest_subnormal": fmt.smallest_subnormal, "eps": fmt.eps, "emax": fmt.emax,
         "emin": fmt.emin, "has_inf": fmt.has_inf, "has_nan": fmt.has_nan,
         "description": fmt.description, "dtype_name": fmt.dtype_name, "aliases": list(fmt.aliases),
+        "family": fmt.family, "signed": fmt.signed, "saturating": fmt.saturating,
+        "conventions": list(F.providers(fmt)),
     }
     if isinstance(fmt, F.FloatFormat):
         d.update(exponent_bits=fmt.exponent_bits, mantissa_bits=fmt.mantissa_bits, bias=fmt.bias,
-                 signed=fmt.signed, nan_encoding=fmt.nan_encoding, subnormals=fmt.subnormals)
+                 nan_encoding=fmt.nan_encoding, nan_codes=fmt.nan_codes,
+                 nan_at_negative_zero=fmt.nan_at_negative_zero, has_negative_zero=fmt.has_negative_zero,
+                 subnormals=fmt.subnormals)
     return d
 
 
@@ -56,10 +63,12 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         strictjson.write(props, None)
         return 0
-    print(f"{'format':<9} {'bits':>4} {'max':>12} {'min normal':>12} {'min subnormal':>14} {'eps':>10}  description")
+    width = max(len(d["name"]) for d in props)
+    print(f"{'format':<{width}} {'bits':>4} {'max':>12} {'min normal':>12} {'min subnormal':>14} {'eps':>10}  "
+          f"description")
     for d in props:
         sub = f"{d['smallest_subnormal']:>14.6g}" if has_subnormals(d) else f"{'—':>14}"
-        print(f"{d['name']:<9} {d['bits']:>4} {d['max']:>12.6g} {d['smallest_normal']:>12.6g} "
+        print(f"{d['name']:<{width}} {d['bits']:>4} {d['max']:>12.6g} {d['smallest_normal']:>12.6g} "
               f"{sub} {d['eps']:>10.4g}  {d['description']}")
     return 0
 

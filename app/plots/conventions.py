@@ -1,5 +1,5 @@
 """The backend-conventions table: what each named convention (ml_dtypes, torch, triton_nvidia,
-ocp) does at the edges of a format — the largest value, overflow, ±Inf, NaN, and for unsigned E8M0
+ocp, p3109) does at the edges of a format — the largest value, overflow, ±Inf, NaN, and for unsigned E8M0
 zero, negatives and the tie at 3 — computed by `formats.conventions_table` (the measured policies of
 `formats.conventions`), plus the cross-check reports that cover the format, as `gpu.crosscheck`
 (the one reader of reports) summarises them. Pure functions: rows → column dicts → Bokeh DataTables.
@@ -38,6 +38,8 @@ def cell_text(cell: Any, bits: int) -> str:
     """One probe's outcome as text: '0x7E = 448 (7/4 × 2^8)', 'NaN (0x7F)' or 'error: …'."""
     if cell is None:
         return "—"
+    if "not_provided" in cell:
+        return "not provided"
     if "error" in cell:
         return f"error: {cell['error']}"
     code, value = int(cell["code"]), float(cell["value"])
@@ -68,8 +70,9 @@ def conventions_sources(fmt: str | formats.Format) -> dict[str, dict[str, list[A
         table[key] = []
     for row in rows:
         table["convention"].append(row["convention"])
-        table["rounding"].append(row["policy"]["rounding"])
-        table["overflow"].append(row["policy"]["overflow"])
+        policy = row["policy"] or {}  # None: the convention does not provide this format
+        table["rounding"].append(policy.get("rounding", "—"))
+        table["overflow"].append(policy.get("overflow", "—"))
         for key in PROBES:
             table[key].append(cell_text(row.get(key), f.bits))
     return {"table": table, "reports": reports_source(f.name)}
@@ -88,7 +91,8 @@ def conventions_table_figure(source: Any) -> DataTable:
             TableColumn(field="rounding", title="rounding", width=95),
             TableColumn(field="overflow", title="overflow", width=75)]
     cols += [TableColumn(field=k, title=k, width=125) for k in PROBES]
-    return DataTable(source=source, columns=cols, height=150, width=1270, index_position=None)
+    return DataTable(source=source, columns=cols, height=30 + 28 * len(formats.CONVENTIONS), width=1270,
+                     index_position=None)
 
 
 def reports_table_figure(source: Any) -> DataTable:

@@ -72,6 +72,9 @@ def tie_rule_text(rounding: str, format_name: str) -> str:
         return "a midpoint goes to the value farther from zero; ▶/◀ points into the bin that owns it"
     if rounding == "stochastic":
         return "stochastic: a value between two codes goes to either, with odds set by the distances"
+    if rounding == "to_odd":
+        return ("round to odd: a value between two codes goes to the one whose code is odd; an even code "
+                "holds only itself")
     direction = {"toward_zero": "toward zero", "up": "up (toward +Inf)", "down": "down (toward -Inf)"}
     return f"directed rounding: everything between two codes goes {direction.get(rounding, rounding)}"
 

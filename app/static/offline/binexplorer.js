@@ -284,7 +284,7 @@
   Explorer.prototype.update = function () {
     var self = this, fmt = this.current.format;
     if (this.cfg.formats.indexOf(fmt) < 0) {
-      this.alert("Offline page: " + fmt + " has more than 8 bits; its bins are not in this page (run lowprec serve). Pick a format up to 8 bits.");
+      this.alert("Offline page: the bins of " + fmt + " are not in this page (formats over 8 bits and most of the P3109 family are left out; run lowprec serve).");
       return Promise.resolve(false);
     }
     return this.tables().then(function () {
