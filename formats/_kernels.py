@@ -122,7 +122,7 @@ def _install_cache_locators() -> bool:
     try:
         from numba.core import caching  # type: ignore[import-untyped]
 
-        impl = getattr(caching, "CacheImpl", None) or caching._CacheImpl  # public since numba 0.60
+        impl = getattr(caching, "CacheImpl", None) or getattr(caching, "_CacheImpl")  # public in newer numba
         bases = (caching.UserProvidedCacheLocator, caching.InTreeCacheLocator, caching.UserWideCacheLocator)
         if not isinstance(impl._locator_classes, list):
             return False

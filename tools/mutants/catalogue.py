@@ -1626,6 +1626,18 @@ _CATALOGUE: tuple[Mutant, ...] = (
            "the first pass asks the recipe as registered, not as it runs, whether it needs a whole-tensor "
            "amax: a long 1-D tensor's per-row scales (run per tensor) are measured without it",
            ("tests/test_lab_hostile.py", "tests/test_lab_frozen.py"), "segments or small_chunks"),
+    # the kernels' disk cache (formats/_kernels.py: the stamp covers the files kernels take globals from)
+    Mutant("kcache-stamp-without-fingerprint", "formats/_kernels.py",
+           "                return (super().get_source_stamp(), KERNEL_SOURCES_FINGERPRINT)",
+           "                return super().get_source_stamp()",
+           "a cached kernel is keyed on its own file only: a change to policy.py's enums alone loads a "
+           "kernel compiled against the old values",
+           ("tests/test_kernel_cache.py",), ""),
+    Mutant("kcache-fingerprint-skips-quant", "formats/_kernels.py",
+           '    files = set((root / "formats").rglob("*.py")) | set((root / "simulations" / "quant").rglob("*.py"))',
+           '    files = set((root / "formats").rglob("*.py"))',
+           "the MX kernels' scale-rule and convention enums (simulations/quant/) are outside the stamp",
+           ("tests/test_kernel_cache.py",), ""),
 )
 
 #: every mutant; those in formats/ run with the numpy codec path (see NUMPY)
