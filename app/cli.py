@@ -21,9 +21,10 @@ import importlib
 import os
 import sys
 from dataclasses import dataclass
-from typing import Any, NoReturn, Sequence
+from typing import Any, Sequence
 
 from lowprec.extras import missing_dependency
+from lowprec.simulations._io import ArgumentParser, error_exit
 
 __all__ = ["COMMANDS", "Command", "CommandParser", "build_parser", "command_parser", "help_with_default", "main"]
 
@@ -94,7 +95,7 @@ def help_with_default(action: argparse.Action) -> str:
     return f"{text} (default: {shown})" if text else f"default: {shown}"
 
 
-class CommandParser(argparse.ArgumentParser):
+class CommandParser(ArgumentParser):
     """An ArgumentParser whose errors are one line (exit 2) and whose help shows defaults."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -108,9 +109,6 @@ class CommandParser(argparse.ArgumentParser):
         if action.option_strings and action.help is None:
             action.help = action.dest.replace("_", " ")
         return action
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 class _VersionAction(argparse.Action):
@@ -194,8 +192,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"lowprec {name}: error: {message}", file=sys.stderr)
         return 2
     except (ValueError, TypeError) as exc:  # bad input: one clear line, no traceback
-        print(f"lowprec: error: {exc}", file=sys.stderr)
-        return 2
+        return error_exit("lowprec", exc)
     except BrokenPipeError:  # output piped into `head` & co.: stop quietly, as Unix tools do
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())

@@ -13,7 +13,6 @@ course is marked answered in the page's progress store first, so the widgets loc
 
 from __future__ import annotations
 
-import argparse
 import os
 import time
 from pathlib import Path
@@ -122,7 +121,9 @@ def take(pages: list[str], out: Path, widths: list[int], theme: str, base: str =
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m lowprec.app.screenshots", description=__doc__.split("\n\n")[0])
+    from lowprec.simulations._io import ArgumentParser  # the one bad-option report
+
+    parser = ArgumentParser(prog="python -m lowprec.app.screenshots", description=__doc__.split("\n\n")[0])
     parser.add_argument("out", metavar="OUT", help="folder for the PNG files (created)")
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--site", metavar="DIR", help="an exported site to open from disk")

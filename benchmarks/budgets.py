@@ -139,11 +139,12 @@ def run(quick: bool = False, budgets: tuple[str, ...] = ("page", "cli"),
 
 
 def main(argv: list[str] | None = None) -> int:
-    import argparse
 
     from lowprec import strictjson
 
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from lowprec.simulations._io import ArgumentParser  # the one bad-option report
+
+    p = ArgumentParser(prog="python -m lowprec.benchmarks.budgets", description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="the page budget only")
     p.add_argument("--budget", action="append", choices=("page", "cli"), help="budgets to measure (default: both)")
     p.add_argument("--sim", action="append", choices=SIMULATIONS, help="simulations (default: all)")

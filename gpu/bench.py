@@ -10,7 +10,6 @@ always measured). Without CUDA it returns {'skipped': reason}.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from typing import Any, Callable
@@ -123,7 +122,9 @@ def run(quick: bool = False, *, budget_s: float | None = None,
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m lowprec.gpu.bench", description=__doc__)
+    from lowprec.simulations._io import ArgumentParser  # the one bad-option report
+
+    p = ArgumentParser(prog="python -m lowprec.gpu.bench", description=__doc__)
     p.add_argument("--quick", action="store_true", help="smaller sizes (cast 64 Mi elements, GEMM 4096³)")
     p.add_argument("--json", default=None, help="write the figures here (rewritten after each one)")
     p.add_argument("--budget-s", type=float, default=None,

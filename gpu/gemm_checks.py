@@ -31,7 +31,6 @@ nothing into the repository: copy OUT.json to `gpu/reports/gemm-<device>.json` a
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import time
@@ -330,7 +329,9 @@ def run(dry_run: bool = False, quick: bool = False, budget_s: float = 300.0) -> 
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m lowprec.gpu.gemm_checks",
+    from lowprec.simulations._io import ArgumentParser  # the one bad-option report
+
+    p = ArgumentParser(prog="python -m lowprec.gpu.gemm_checks",
                                 description="FP8 GEMMs (torch._scaled_mm, Triton tl.dot) against the tensor-core model")
     p.add_argument("--json", metavar="OUT", required=True, help="write the report here")
     p.add_argument("--dry-run", action="store_true", help="run on CPU (plumbing only; not an oracle)")

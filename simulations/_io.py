@@ -66,8 +66,15 @@ def error_exit(prog: str, exc: BaseException) -> int:
     return 2
 
 
+def parser_error(parser: argparse.ArgumentParser, message: str) -> NoReturn:
+    """The one report of a bad option on every lowprec command line (unknown choice, not a number,
+    a missing argument): one line naming the program, exit status 2, no usage dump."""
+    parser.exit(2, f"{parser.prog}: error: {message} (see {parser.prog} --help)\n")
+
+
 class ArgumentParser(argparse.ArgumentParser):
-    """argparse with a bad option (unknown choice, not a number) reported as one line, exit 2."""
+    """argparse whose bad options are reported by `parser_error` (every lowprec command line's parser
+    is one of these, or a subclass)."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+        parser_error(self, message)

@@ -15,6 +15,7 @@ from typing import Any, Callable, NoReturn, TypeVar
 
 from lowprec.app.sim_faces import SimulationFaces
 from lowprec.simulations._cli import Simulation
+from lowprec.simulations._io import parser_error
 
 from .progress import ProgressBar
 
@@ -26,7 +27,7 @@ def one_line_errors(parser: argparse.ArgumentParser) -> None:
     """Make argparse report a bad option (unknown choice, not an integer, …) as one line, exit 2."""
 
     def error(message: str) -> NoReturn:
-        parser.exit(2, f"{parser.prog}: error: {message} (see --help)\n")
+        parser_error(parser, message)
 
     setattr(parser, "error", error)
 
