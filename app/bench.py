@@ -247,7 +247,7 @@ def run(quick: bool = False) -> dict[str, float | str]:
 
 if __name__ == "__main__":
 
-    from lowprec.simulations._io import ArgumentParser  # the one bad-option report
+    from lowprec.commandline import ArgumentParser  # the one bad-option report
 
     parser = ArgumentParser(prog="python -m lowprec.app.bench", description="app speed figures")
     parser.add_argument("--pages", action="store_true", help="only the page-ready figures")

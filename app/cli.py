@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from lowprec.extras import missing_dependency
-from lowprec.simulations._io import ArgumentParser, error_exit
+from lowprec.commandline import ArgumentParser, error_exit
 
 __all__ = ["COMMANDS", "Command", "CommandParser", "build_parser", "command_parser", "help_with_default", "main"]
 

@@ -121,7 +121,7 @@ def take(pages: list[str], out: Path, widths: list[int], theme: str, base: str =
 
 
 def main(argv: list[str] | None = None) -> int:
-    from lowprec.simulations._io import ArgumentParser  # the one bad-option report
+    from lowprec.commandline import ArgumentParser  # the one bad-option report
 
     parser = ArgumentParser(prog="python -m lowprec.app.screenshots", description=__doc__.split("\n\n")[0])
     parser.add_argument("out", metavar="OUT", help="folder for the PNG files (created)")

@@ -142,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from lowprec import strictjson
 
-    from lowprec.simulations._io import ArgumentParser  # the one bad-option report
+    from lowprec.commandline import ArgumentParser  # the one bad-option report
 
     p = ArgumentParser(prog="python -m lowprec.benchmarks.budgets", description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="the page budget only")

@@ -122,7 +122,7 @@ def run(quick: bool = False, *, budget_s: float | None = None,
 
 
 def main(argv: list[str] | None = None) -> int:
-    from lowprec.simulations._io import ArgumentParser  # the one bad-option report
+    from lowprec.commandline import ArgumentParser  # the one bad-option report
 
     p = ArgumentParser(prog="python -m lowprec.gpu.bench", description=__doc__)
     p.add_argument("--quick", action="store_true", help="smaller sizes (cast 64 Mi elements, GEMM 4096³)")

@@ -329,7 +329,7 @@ def run(dry_run: bool = False, quick: bool = False, budget_s: float = 300.0) -> 
 
 
 def main(argv: list[str] | None = None) -> int:
-    from lowprec.simulations._io import ArgumentParser  # the one bad-option report
+    from lowprec.commandline import ArgumentParser  # the one bad-option report
 
     p = ArgumentParser(prog="python -m lowprec.gpu.gemm_checks",
                                 description="FP8 GEMMs (torch._scaled_mm, Triton tl.dot) against the tensor-core model")

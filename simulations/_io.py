@@ -11,7 +11,7 @@ import argparse
 import os
 import sys
 import tempfile
-from typing import Any, NoReturn
+from typing import Any
 
 from lowprec import strictjson
 
@@ -60,21 +60,5 @@ def check_output_path(path: str | None, option: str) -> None:
         raise ValueError(f"{option}: {path!r} is not writable ({exc.strerror or exc})") from None
 
 
-def error_exit(prog: str, exc: BaseException) -> int:
-    """Report a bad-input error as one line on stderr and return the exit status 2."""
-    print(f"{prog}: error: {exc}", file=sys.stderr)
-    return 2
-
-
-def parser_error(parser: argparse.ArgumentParser, message: str) -> NoReturn:
-    """The one report of a bad option on every lowprec command line (unknown choice, not a number,
-    a missing argument): one line naming the program, exit status 2, no usage dump."""
-    parser.exit(2, f"{parser.prog}: error: {message} (see {parser.prog} --help)\n")
-
-
-class ArgumentParser(argparse.ArgumentParser):
-    """argparse whose bad options are reported by `parser_error` (every lowprec command line's parser
-    is one of these, or a subclass)."""
-
-    def error(self, message: str) -> NoReturn:
-        parser_error(self, message)
+# the one bad-input report of every command line (a leaf module, shared with the `lowprec` command)
+from lowprec.commandline import ArgumentParser, error_exit, parser_error  # noqa: E402,F401

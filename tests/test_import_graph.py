@@ -8,7 +8,7 @@ down (DESIGN.md):
     benchmarks   → formats, simulations, gpu (+ leaves)
     app          → anything; nothing outside app imports app
 
-Leaves (import nothing of lowprec): `lowprec` itself, `lowprec.strictjson`, `lowprec.config`,
+Leaves (import nothing of lowprec): `lowprec` itself, `lowprec.strictjson`, `lowprec.commandline`, `lowprec.config`,
 `lowprec.extras`. Third-party: Panel/Bokeh/param only in app, Triton only in gpu, torch only where
 autograd or a torch backend is the point (the recompute simulation, the course examples that run
 torch.utils.checkpoint, the recipe lab's state-dict reader, gpu, benchmarks).
@@ -25,7 +25,7 @@ import lowprec
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from importgraph import Graph, build  # noqa: E402
 
-LEAVES = {"lowprec", "lowprec.strictjson", "lowprec.config", "lowprec.extras"}
+LEAVES = {"lowprec", "lowprec.strictjson", "lowprec.config", "lowprec.extras", "lowprec.commandline"}
 #: layer → the layers it may import (besides itself and the leaves)
 MAY_IMPORT: dict[str, set[str]] = {
     "formats": set(),

@@ -13,7 +13,7 @@ TOOLS = ["lowprec.app.bench", "lowprec.gpu.bench", "lowprec.benchmarks.budgets",
 
 def test_every_parser_class_is_the_one() -> None:
     from lowprec.app.cli import CommandParser
-    from lowprec.simulations._io import ArgumentParser
+    from lowprec.commandline import ArgumentParser
 
     assert issubclass(CommandParser, ArgumentParser)
     assert "error" not in CommandParser.__dict__  # no second copy of the report

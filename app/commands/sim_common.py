@@ -15,7 +15,7 @@ from typing import Any, Callable, NoReturn, TypeVar
 
 from lowprec.app.sim_faces import SimulationFaces
 from lowprec.simulations._cli import Simulation
-from lowprec.simulations._io import parser_error
+from lowprec.commandline import parser_error
 
 from .progress import ProgressBar
 
