@@ -31,10 +31,12 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def test_exported_pages_pass_the_site_checks_offline(site: Path, browser: Any) -> None:  # noqa: F811
+# the exported lesson's full site checks run with the slow set (as test_export's every-page check)
+@pytest.mark.parametrize("route", ["widget/WhoseAmax", pytest.param("lesson/whose-amax", marks=pytest.mark.slow)])
+def test_exported_pages_pass_the_site_checks_offline(site: Path, browser: Any, route: str) -> None:  # noqa: F811
     from lowprec.app.export import page_file
 
-    for route in ("widget/WhoseAmax", "lesson/whose-amax"):
+    if True:
         w = Offline(browser)
         w.open(site / page_file(route))
         index = LESSONS.index(route) if route in LESSONS else None

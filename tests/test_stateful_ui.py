@@ -56,7 +56,8 @@ def test_url_sets_any_knob_and_refuses_out_of_range(server: str, browser: Any) -
     w.page.close()
 
 
-@pytest.mark.parametrize("route", ["widget/WhoseAmax", "lesson/whose-amax"])
+# the lesson's full site checks run with the slow set, as every lesson's but test_ui's SITE_ROUTES do
+@pytest.mark.parametrize("route", ["widget/WhoseAmax", pytest.param("lesson/whose-amax", marks=pytest.mark.slow)])
 def test_served_pages_pass_the_site_checks(server: str, browser: Any, route: str) -> None:
     w = Watched(browser, server)
     w.open(f"{server}/{route}", idle=False)
