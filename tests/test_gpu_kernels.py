@@ -157,6 +157,7 @@ def interp() -> dict[str, dict[str, np.ndarray]]:
     return run_interpreted_batch(jobs)
 
 
+@pytest.mark.slow  # Triton's interpreter: plumbing only (CI time); `./dev slow` runs it
 @pytest.mark.parametrize("fmt", ["E4M3FN", "E5M2"])
 def test_interpreter_scaled_cast_plumbing(interp: dict[str, dict[str, np.ndarray]],
                                           fmt: str) -> None:
@@ -183,6 +184,7 @@ def test_interpreter_scaled_cast_plumbing(interp: dict[str, dict[str, np.ndarray
           "(documented interpreter deviation)")
 
 
+@pytest.mark.slow  # Triton's interpreter: plumbing only (CI time); `./dev slow` runs it
 @pytest.mark.parametrize("fmt", ["E4M3FN", "E5M2"])
 def test_interpreter_decode_plumbing(interp: dict[str, dict[str, np.ndarray]], fmt: str) -> None:
     got = interp[f"decode-{fmt}"]["values"]
@@ -194,6 +196,7 @@ def test_interpreter_decode_plumbing(interp: dict[str, dict[str, np.ndarray]], f
           "decode to finite values (documented interpreter deviation)")
 
 
+@pytest.mark.slow  # Triton's interpreter: plumbing only (CI time); `./dev slow` runs it
 def test_interpreter_mx_block_quantization(interp: dict[str, dict[str, np.ndarray]]) -> None:
     x, exact, exact_codes, shift = _mx_inputs()
     out = interp["mx"]
@@ -221,6 +224,7 @@ def _compare_with_blocks_simulation(x: np.ndarray, scale_codes: np.ndarray, code
     np.testing.assert_array_equal(np.asarray(sim.codes).reshape(x.shape), want_elems)
 
 
+@pytest.mark.slow  # Triton's interpreter: plumbing only (CI time); `./dev slow` runs it
 @pytest.mark.parametrize("case", range(len(GEMM_CASES)),
                          ids=[f"{a}x{b}{'-per-row' if r else ''}-K{k}" for a, b, r, k in GEMM_CASES])
 def test_interpreter_fp8_gemm_within_stated_bound(interp: dict[str, dict[str, np.ndarray]],
@@ -339,6 +343,7 @@ def test_device_script_dry_run_writes_the_gemm_report(dry_run: tuple[Path, str])
     assert "gemm checks: ok" in (out / "gemm_checks.log").read_text()
 
 
+@pytest.mark.slow  # Triton's interpreter: plumbing only (CI time); `./dev slow` runs it
 def test_interpreter_report_records_its_deviations(
         dry_run: tuple[Path, str], interp: dict[str, dict[str, np.ndarray]]) -> None:
     # the interpreter is not an oracle: its report passes, but every deviation is in it
