@@ -2,8 +2,8 @@
 
 Every block is a `pn.custom.JSComponent` driven by one ES module, `app/static/exercises.js`, so it
 behaves the same on a served page and on an exported page opened from disk: the answer and
-everything the learner is told are computed here (from `Answer.to_dict()`, `formats.code_table`)
-and travel as one strict-JSON string parameter, `spec`, inside the page's Bokeh document; the
+everything the learner is told are computed in the course layer (`Answer.to_dict()`,
+`lowprec.course.feedback`: the decode table, the answer's text, how to type a response) and travel as one strict-JSON string parameter, `spec`, inside the page's Bokeh document; the
 browser only parses a response and compares (the rules of `lesson_blocks.check_response`). The
 Markdown of a block (question, prompt, hints, solution, explanation) is passed as Panel Markdown
 children, rendered like the rest of the lesson. The module's text is embedded in the document
@@ -28,7 +28,7 @@ Page contract (what tests and the site's navigation rely on):
   detail `{key, result}`), and every component restores its state from the key on load.
 
 Feedback on a wrong answer: for a code, what the learner's code decodes to (a lookup in the
-format's decode table, computed here) and whether it is too low or too high; for a number, too
+format's decode table, `course.feedback.decode_table`) and whether it is too low or too high; for a number, too
 low or too high; from the second wrong try on, the right answer too. Hints open one at a time;
 the worked solution on request.
 
@@ -53,14 +53,11 @@ import param
 from panel.custom import Child, Children
 
 from lowprec import strictjson
-from lowprec.app.lesson_blocks import Answer, ExerciseBlock, ExplanationBlock, LabBlock, PredictionBlock
-from lowprec.app.lesson_labs import LABS, lab_data
-from lowprec.formats import code_table, get_format, power_of_two_text
-from lowprec.formats.challenge import grouped_bits, number_text
-from lowprec.formats.explain import bit_fields
+from lowprec.course.feedback import answer_text, decode_table, how_text, unreadable_text
+from lowprec.course.lesson_blocks import ExerciseBlock, ExplanationBlock, LabBlock, PredictionBlock
+from lowprec.course.lesson_labs import LABS, lab_data
 
 __all__ = [
-    "DECODE_WINDOW",
     "ESM_PATH",
     "ExerciseView",
     "LabView",
@@ -73,7 +70,6 @@ __all__ = [
     "PredictionView",
     "block_key",
     "block_view",
-    "decode_table",
     "exercise_spec",
     "lab_spec",
     "lazy_spec",
@@ -86,11 +82,6 @@ __all__ = [
 ESM_PATH = Path(__file__).resolve().parent / "static" / "exercises.js"
 PROGRESS_KEY = "lowprec-progress"
 PROGRESS_EVENT = "lowprec-progress"
-#: formats wider than 8 bits carry the decode table of the codes within this distance of the answer
-#: (and of its sign twin) only; any other code is "far from the answer"
-DECODE_WINDOW = 64
-FULL_TABLE_BITS = 8
-
 Block = Union[PredictionBlock, ExplanationBlock, ExerciseBlock, LabBlock]
 
 
@@ -102,80 +93,6 @@ def block_key(lesson_slug: str, block_id: str) -> str:
 # ------------------------------------------------------------------------------------------------
 # the data each component carries
 # ------------------------------------------------------------------------------------------------
-
-
-def decode_table(fmt: str, answer_code: int) -> dict[str, dict[str, Any]]:
-    """Code (decimal text) → {"value", "text"} for the codes a learner may type: every code of a
-    format up to 8 bits, else the codes within DECODE_WINDOW of the answer and of its sign twin.
-    `text` is the exact value ('3.25 = 13/8 × 2^1', 'NaN', '-0')."""
-    return {code: dict(entry) for code, entry in _decode_table(fmt, answer_code)}
-
-
-@functools.lru_cache(maxsize=256)
-def _decode_table(fmt: str, answer_code: int) -> tuple[tuple[str, dict[str, Any]], ...]:
-    """decode_table's entries, computed once per (format, answer) for every session (the caller
-    copies them)."""
-    f = get_format(fmt)
-    table = code_table(f)
-    if f.bits <= FULL_TABLE_BITS:
-        codes = range(f.n_codes)
-    else:
-        twin = answer_code ^ (1 << (f.bits - 1))
-        near = {c for centre in (answer_code, twin)
-                for c in range(max(0, centre - DECODE_WINDOW), min(f.n_codes, centre + DECODE_WINDOW + 1))}
-        codes = sorted(near)  # type: ignore[assignment]
-    out: dict[str, dict[str, Any]] = {}
-    for code in codes:
-        value = float(table.value[code])
-        exact, text = power_of_two_text(value), number_text(value)
-        out[str(code)] = {"value": value, "text": text if exact in (text, "NaN", "+Inf", "-Inf")
-                          else f"{text} = {exact}"}
-    return tuple(out.items())
-
-
-def answer_text(answer: Answer) -> str:
-    """The answer as the page states it: a code with its bits and value ('0x45 (0 1000 101) =
-    3.25 = 13/8 × 2^1'), a number as the lesson's prose prints it, a choice as written."""
-    if answer.kind == "code":
-        fmt, code = str(answer.format), int(answer.value)
-        bits = grouped_bits(format(code, f"0{answer.bits}b"), bit_fields(fmt))
-        value = decode_table(fmt, code)[str(code)]["text"]
-        return f"{answer.to_dict()['hex']} ({bits}) = {value}"
-    if answer.kind in ("choice", "order", "classify"):
-        return answer.text
-    return answer.text
-
-
-def how_text(answer: Answer) -> str:
-    """How to type a response (shown next to the box)."""
-    if answer.kind == "code":
-        return f"(a code of {answer.format}: hex like 0x{'45' if (answer.bits or 8) > 4 else 'A'} " \
-               f"or its {answer.bits} bits)"
-    if answer.kind == "number":
-        rule, amount = answer.tolerance
-        within = {"exact": "the exact value",
-                  "abs": f"within ±{amount:g}",
-                  "rel": f"within {amount * 100:g} % of the answer"}[rule]
-        return f"(a number, decimal like 0.1 or hex float like 0x1.8p3; {within} counts)"
-    if answer.kind == "order":
-        return "(move the items into order with their buttons, then check)"
-    if answer.kind == "classify":
-        return "(pick a category for every item, then check)"
-    return ""
-
-
-def unreadable_text(answer: Answer) -> str:
-    """What the page says when it cannot read a response."""
-    if answer.kind == "code":
-        return (f"Type a code of {answer.format}: hex like 0x{'45' if (answer.bits or 8) > 4 else 'A'}, "
-                f"or exactly {answer.bits} bits of 0 and 1.")
-    if answer.kind == "number":
-        return "Type a number: decimal like 0.1, or a hex float like 0x1.8p3 (inf and nan are numbers too)."
-    if answer.kind == "order":
-        return "Arrange every item once."
-    if answer.kind == "classify":
-        return "Pick a category for every item."
-    return "Pick one of the choices."
 
 
 def exercise_spec(block: ExerciseBlock, lesson_slug: str) -> dict[str, Any]:
@@ -200,7 +117,7 @@ def prediction_spec(block: PredictionBlock, lesson_slug: str) -> dict[str, Any]:
 
 def lab_spec(name: str, params: dict[str, Any], lesson_slug: str) -> dict[str, Any]:
     """The data a lab component carries: the lab's role (its renderer), title and the data its
-    simulation computed (`app.lesson_labs`)."""
+    simulation computed (`course.lesson_labs`)."""
     entry = LABS[name]
     return {"role": entry.role, "key": block_key(lesson_slug, f"lab-{name}"), "title": entry.title,
             "data": lab_data(name, params)}

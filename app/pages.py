@@ -1,6 +1,6 @@
 """Pages of the app: the start page, one page per lesson, one per widget, and the glossary.
 
-A lesson page renders `app.lessons.render_blocks(lesson)` in order (`lesson_body`): Markdown
+A lesson page renders `course.lessons.render_blocks(lesson)` in order (`lesson_body`): Markdown
 blocks become Markdown panes and each `::: widget Name key=value` directive becomes that widget
 built with those parameters (bad directive parameters show an "Invalid …" alert and do not stop the
 page). Every page sits in the site frame of `app.layout` (top bar with the theme toggle, course map
@@ -47,7 +47,7 @@ import panel as pn
 import param
 
 from lowprec.app import layout
-from lowprec.app.lessons import (
+from lowprec.course.lessons import (
     Lesson,
     LessonError,
     MarkdownBlock,
@@ -422,7 +422,7 @@ def lesson_body(lesson: Lesson, lazy: bool = False, query: frozenset[str] = froz
     is the widget, not the region (so URL sync reaches it); refused URL values show in the
     region's alert, outside its hidden part."""
     from lowprec.app import exercises  # imported here: this function is the lesson-blocks face
-    from lowprec.app.lessons import PredictionBlock
+    from lowprec.course.lessons import PredictionBlock
 
     objects: list[pn.viewable.Viewable] = []
     placed: list[PlacedWidget] = []

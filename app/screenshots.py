@@ -46,7 +46,7 @@ def answered_script() -> str:
     import json
 
     from lowprec.app.exercises import block_key
-    from lowprec.app.lessons import load_lessons
+    from lowprec.course.lessons import load_lessons
 
     marks = {block_key(x.slug, pid): "answered" for x in load_lessons() for pid in x.predictions}
     return (f"try {{ const d = JSON.parse(localStorage.getItem('lowprec-progress') || '{{}}') || {{}}; "

@@ -138,7 +138,7 @@ def alias_routes() -> list[tuple[str, Any, dict[str, Any]]]:
 
     from tornado.web import RedirectHandler
 
-    from lowprec.app.lessons import load_lessons
+    from lowprec.course.lessons import load_lessons
     from lowprec.app.widgets import WIDGETS
 
     routes: list[tuple[str, Any, dict[str, Any]]] = []

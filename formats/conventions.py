@@ -23,8 +23,6 @@ from functools import lru_cache
 from importlib import metadata
 from typing import Any
 
-from lowprec.config import config_record, knob
-
 from .policy import (
     CastPolicy,
     NanPayload,
@@ -333,11 +331,3 @@ def policy_for(convention: str, fmt: str | Format, *, version: str | None = None
         raise ValueError(f"the {conv} convention does not provide {f.name} ({row.note}); "
                          + (f"conventions that do: {', '.join(others)}" if others else "no convention does"))
     return _policy(row, version)
-
-
-@config_record
-class ConventionsConfig:
-    """The conventions view's parameters: which float format's edge cases to tabulate."""
-
-    format: str = knob("E4M3FN", "float format whose edge cases are tabulated",
-                       choices=tuple(f.name for f in FLOAT_FORMATS))

@@ -11,8 +11,9 @@ cannot disagree. The rules, stated once:
 - **Policy and its name** (`resolve_policy`): a named convention's policy (`policy_for`), or the
   format's default policy (named "default") when the convention is None or ''. Both faces default
   to one convention, `DEFAULT_CONVENTION` (`ml_dtypes`, the CPU reference every lowprec cast is
-  checked against): `explain_cast`, `explain_value`, the bin explorer's `ExplainConfig` and
-  `lowprec cast` (whose options are generated from that record). A rounding or overflow
+  checked against): `explain_cast`, `explain_value`, the bin explorer's record
+  (`simulations.format_records.ExplainConfig`) and `lowprec cast` (whose options are generated
+  from that record). A rounding or overflow
   override that differs from the base policy's own mode gives a policy named `<base>+custom`
   (`torch+custom`); an override equal to the base's own mode changes nothing, name included.
   A convention that does not provide the format (the conventions table's explicit "not provided":
@@ -50,8 +51,6 @@ from typing import Any
 
 import numpy as np
 
-from lowprec.config import config_record, knob
-
 from .codec import decode, default_policy, encode
 from .conventions import CONVENTIONS, convention_row, policy_for, providers
 from .parse import parse_value
@@ -61,7 +60,6 @@ from .tables import CodeTable, RoundingBin, code_table, rounding_bin
 
 __all__ = [
     "BIN_VIEW_FORMATS",
-    "ExplainConfig",
     "BinView",
     "CastExplanation",
     "DEFAULT_CONVENTION",
@@ -84,27 +82,6 @@ __all__ = [
 DEFAULT_CONVENTION = "ml_dtypes"
 #: formats the bin view covers: every registered format with a code table (FP32's 2^32 codes are not)
 BIN_VIEW_FORMATS: tuple[str, ...] = tuple(f.name for f in ALL_FORMATS if f.bits <= 16)
-
-
-@config_record
-class ExplainConfig:
-    """The bin explorer's parameters (its controls and lesson-directive parameters): one typed
-    value in one format, under a named convention with optional rounding/overflow overrides."""
-
-    format: str = knob("E4M3FN", "format to cast to (every format up to 16 bits)", choices=BIN_VIEW_FORMATS)
-    value: str = knob("3.3", "value to cast: 3.3, 1e-3, -0, inf, nan or a hex float 0x1.8p3")
-    convention: str = knob(DEFAULT_CONVENTION, "backend whose measured cast policy is used (they differ at "
-                           "the edges: overflow, NaN, E8M0)", choices=tuple(CONVENTIONS))
-    rounding: str = knob("", "rounding mode ('' keeps the convention's own)",
-                         choices=("",) + tuple(r.value for r in Rounding),
-                         choice_labels=("(convention's)",) + tuple(r.value for r in Rounding))
-    overflow: str = knob("", "overflow rule ('' keeps the convention's own: saturate or Inf/NaN)",
-                         choices=("",) + tuple(o.value for o in Overflow),
-                         choice_labels=("(convention's)",) + tuple(o.value for o in Overflow))
-    compare_format: str = knob("E5M2", "second format shown side by side ('' for none)",
-                               choices=("",) + BIN_VIEW_FORMATS, choice_labels=("(none)",) + BIN_VIEW_FORMATS)
-    decode_scale: float = knob(1.0, "grid = format values × decode_scale (= amax / F); x is encoded as "
-                               "x / decode_scale", bounds=(2.0**-126, 2.0**126))
 
 
 TABLE_MAX_BITS = 8  # the bin view lists the full code table for formats up to this width

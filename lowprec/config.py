@@ -11,7 +11,7 @@ choices, and a one-line help. Everything else is generated from that record, wit
 - `Config(...)` itself validates (type, bounds, choices) in `__post_init__`, raising `ConfigError`
   (a `ValueError`, or a `TypeError` for a wrong type) that names the parameter;
 - `fields_of(Config)` — the `Knob`s, which `lowprec.app` turns into `param` parameters (widget
-  controls) and `lowprec.app.lessons` into the parameters a lesson directive may set.
+  controls) and `lowprec.course.lessons` into the parameters a lesson directive may set.
 
 A record may define `cost(self) -> Cost` (memory and time estimated from its values) so every face
 can refuse a request over a budget before running it: `check_budget(config, budget)` raises

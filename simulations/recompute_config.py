@@ -4,7 +4,7 @@
 `python -m lowprec.simulations.recompute` generate their options from it through the simulation's
 `Simulation` declaration (`recompute.SIMULATION`), the RecomputeDivergence widget its controls
 and URL state (`lowprec.app.widgets._sim_base.simulation_widget`) and the lesson directive its
-parameters (`lowprec.app.lessons.WIDGET_PARAMS`), all with these names. The knobs it shares with
+parameters (`lowprec.course.lessons.WIDGET_PARAMS`), all with these names. The knobs it shares with
 other simulations (seed, format, and the delayed scaler's history, algo and margin) are the shared
 declarations of `simulations.knobs`, with one set of bounds. Torch-free, so building a parser or a
 lesson table does not import torch.

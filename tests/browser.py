@@ -148,7 +148,7 @@ class WatchedPage:
 @lru_cache(maxsize=1)
 def _every_prediction() -> dict[str, str]:
     from lowprec.app.exercises import block_key
-    from lowprec.app.lessons import load_lessons
+    from lowprec.course.lessons import load_lessons
 
     return {block_key(x.slug, pid): "answered" for x in load_lessons() for pid in x.predictions}
 

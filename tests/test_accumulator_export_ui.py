@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from lowprec.app.export import export, page_file
-from lowprec.app.lessons import load_lessons
+from lowprec.course.lessons import load_lessons
 from lowprec.app.pages import lesson_route
 from tests.browser import answer_every_prediction, check_site_page
 from tests.test_export import Offline, wait_until

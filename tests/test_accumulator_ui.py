@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from lowprec.app.pages import lesson_route
-from lowprec.app.lessons import load_lessons
+from lowprec.course.lessons import load_lessons
 from tests.browser import check_site_page
 from tests.test_ui import Watched, wait_until
 

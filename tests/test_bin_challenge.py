@@ -1,4 +1,4 @@
-"""The bin challenge (lowprec.formats.challenge and the BinChallenge widget) against oracles:
+"""The bin challenge (lowprec.course.challenge and the BinChallenge widget) against oracles:
 
 - the answer is the code torch or ml_dtypes writes for the value (an independent cast), and it is
   the only code the challenge accepts;
@@ -24,10 +24,10 @@ import pytest
 import torch
 
 from lowprec.app import pages
-from lowprec.app.lessons import parse_directive
+from lowprec.course.lessons import parse_directive
 from lowprec.app.widgets import WIDGETS, BinChallenge
 from lowprec.config import ConfigError
-from lowprec.formats.challenge import ChallengeConfig, bin_challenge
+from lowprec.course.challenge import ChallengeConfig, bin_challenge
 
 ML_DTYPES = {"E4M3FN": ml_dtypes.float8_e4m3fn, "E5M2": ml_dtypes.float8_e5m2, "E2M1": ml_dtypes.float4_e2m1fn,
              "E8M0": ml_dtypes.float8_e8m0fnu}

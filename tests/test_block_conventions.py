@@ -163,8 +163,8 @@ def test_nan_amax_under_each_convention() -> None:
 
 
 def test_worked_block_example_against_exact_arithmetic() -> None:
-    from lowprec.simulations.examples import example
-    from lowprec.simulations.examples_blocks import WORKED_BLOCK
+    from lowprec.course.examples import example
+    from lowprec.course.examples_blocks import WORKED_BLOCK
 
     ex = example("nvfp4_three_conventions").values
     block = [Fraction(float(np.float32(v))) for v in WORKED_BLOCK]

@@ -10,7 +10,7 @@ import pytest
 from lowprec import strictjson
 from lowprec.simulations import block_conventions as BC
 from lowprec.simulations.block_comparison import block_conventions_table
-from lowprec.simulations.examples_blocks import worked_block_comparison
+from lowprec.course.examples_blocks import worked_block_comparison
 
 
 def test_conventions_widget_block_section_draws_the_simulation() -> None:

@@ -158,7 +158,7 @@ def test_command_parser_refuses_unknown_names() -> None:
 
 
 def test_serve_list_names_every_lesson(capsys: pytest.CaptureFixture[str]) -> None:
-    from lowprec.app.lessons import load_lessons
+    from lowprec.course.lessons import load_lessons
 
     assert cli.main(["serve", "--list"]) == 0
     out = capsys.readouterr().out

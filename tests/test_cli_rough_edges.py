@@ -22,7 +22,8 @@ from lowprec import strictjson
 from lowprec.app import cli
 from lowprec.config import fields_of
 from lowprec.extras import install_command
-from lowprec.formats.explain import DEFAULT_CONVENTION, ExplainConfig, cast_text, explain_cast
+from lowprec.formats.explain import DEFAULT_CONVENTION, cast_text, explain_cast
+from lowprec.simulations.format_records import ExplainConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -25,7 +25,7 @@ import pytest
 
 import lowprec.simulations
 from lowprec.app.cli import command_parser
-from lowprec.app.lessons import WIDGET_PARAMS
+from lowprec.course.lessons import WIDGET_PARAMS
 from lowprec.app.sim_faces import FACES, SimulationFaces, faces, faces_of_widget
 from lowprec.app.widgets import WIDGETS, get_widget_class
 from lowprec.config import Knob, config_record, fields_of

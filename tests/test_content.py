@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from lowprec.app.lessons import (
+from lowprec.course.lessons import (
     WIDGET_PARAMS,
     Lesson,
     LessonError,

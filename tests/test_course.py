@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from lowprec.app.exercises import EXPLAIN_LEAD
-from lowprec.app.lessons import (
+from lowprec.course.lessons import (
     ExerciseBlock,
     ExplanationBlock,
     LabBlock,
@@ -285,7 +285,7 @@ def test_glossary_format_and_anchors() -> None:
 
 
 def test_glossary_placeholders_resolve() -> None:
-    from lowprec.app.lessons import parse_lesson
+    from lowprec.course.lessons import parse_lesson
 
     text = GLOSSARY.read_text(encoding="utf-8")
     front = "---\ntitle: Glossary\norder: 1\nsummary: s\ngoal: g\n---\n"

@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 
 from lowprec import strictjson
-from lowprec.app.lessons import load_lessons
+from lowprec.course.lessons import load_lessons
 
 ROOT = Path(__file__).resolve().parents[1]
 SLUGS = [lesson.slug for lesson in load_lessons()]

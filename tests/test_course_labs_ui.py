@@ -105,7 +105,7 @@ import sys
 from pathlib import Path
 import panel as pn
 from lowprec.app import layout, pages
-from lowprec.app.lessons import load_lessons
+from lowprec.course.lessons import load_lessons
 (lesson,) = load_lessons(Path(sys.argv[1]))
 port = int(sys.argv[2])
 print("serving", flush=True)
@@ -135,7 +135,7 @@ def server(course: Path) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def exported(course: Path, tmp_path_factory: pytest.TempPathFactory) -> str:
-    from lowprec.app import lessons
+    from lowprec.course import lessons
     from lowprec.app.export import export
 
     with pytest.MonkeyPatch.context() as mp:
@@ -259,8 +259,8 @@ def walk(lesson: LabsPage, name: str) -> None:
     _shot(page, f"{name}-hunt")
 
     # the page's checker is lesson_blocks.check_response, for the new kinds too
-    from lowprec.app.lesson_blocks import check_response
-    from lowprec.app.lessons import ExerciseBlock, load_lessons, render_blocks
+    from lowprec.course.lesson_blocks import check_response
+    from lowprec.course.lessons import ExerciseBlock, load_lessons, render_blocks
 
     (probe,) = load_lessons(Path(lesson.course))
     for block in [b for b in render_blocks(probe) if isinstance(b, ExerciseBlock)]:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from lowprec.app.lessons import LessonError, MarkdownBlock, bin_link, lesson_number, load_lessons, parse_lesson, \
+from lowprec.course.lessons import LessonError, MarkdownBlock, bin_link, lesson_number, load_lessons, parse_lesson, \
     render_blocks
 from lowprec.app.pages import site_links
 

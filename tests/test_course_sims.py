@@ -15,7 +15,7 @@ import json
 import pytest
 
 from lowprec import strictjson
-from lowprec.app.lesson_blocks import BlockError, read_block, resolve_answer
+from lowprec.course.lesson_blocks import BlockError, read_block, resolve_answer
 from lowprec.simulations.te_placement import (OUTSIDE, PlacementCase, placement_lab, run_placement,
                                               with_placement)
 from tests.transfer_oracles import diagnose
@@ -150,7 +150,7 @@ def test_order_answers_check_arrangements() -> None:
 def test_classify_answers_check_every_item() -> None:
     a = _answer("classify", ["prompt: p", "items: x | y | z", "categories: A | B"], ["A", "B", "A"])
     assert a.options == 8 and a.check("A|B|A") and not a.check("A | A | A")  # type: ignore[attr-defined]
-    from lowprec.app.lesson_blocks import parse_response
+    from lowprec.course.lesson_blocks import parse_response
 
     assert parse_response(a, "A | C | A") is None  # type: ignore[arg-type]
     assert parse_response(a, "A | B") is None  # type: ignore[arg-type]
@@ -166,7 +166,7 @@ def test_torch_saturates_a_bf16_softmax_where_the_rounded_once_model_says() -> N
     which the exact softmax rounded once to BF16 reaches 1 (measured here on torch)."""
     import torch
 
-    from lowprec.simulations.examples import example
+    from lowprec.course.examples import example
 
     d_torch = next(d for d in range(1, 40)
                    if float(torch.softmax(torch.tensor([float(d), 0.0, 0.0], dtype=torch.bfloat16), 0)[0]) == 1.0)

@@ -14,10 +14,10 @@ import pytest
 import torch
 
 from lowprec import strictjson
-from lowprec.simulations import examples as ex
-from lowprec.simulations import examples_extra
-from lowprec.simulations.example_record import Example
-from lowprec.simulations.examples import EXAMPLES, example, list_examples
+from lowprec.course import examples as ex
+from lowprec.course import examples_extra
+from lowprec.course.example_record import Example
+from lowprec.course.examples import EXAMPLES, example, list_examples
 
 def vals(name: str) -> dict[str, Any]:
     """An example's values, typed loosely for the assertions below."""

@@ -1,4 +1,4 @@
-"""The lesson-specific worked examples (simulations/examples_extra.py) against independent oracles:
+"""The lesson-specific worked examples (course/examples_extra.py) against independent oracles:
 ml_dtypes and numpy casts, Fraction arithmetic and formulas written out here. The last tests pin the
 qualitative claims the lesson prose makes about these numbers, so a change that breaks a sentence
 fails here."""
@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from lowprec import strictjson
-from lowprec.simulations.examples import example
-from lowprec.simulations.examples_extra import EXAMPLES
+from lowprec.course.examples import example
+from lowprec.course.examples_extra import EXAMPLES
 
 BF = ml_dtypes.bfloat16
 F8 = ml_dtypes.float8_e4m3fn

@@ -22,8 +22,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from lowprec.app.lessons import ExerciseBlock, PredictionBlock, load_lessons, render_blocks
-from lowprec.simulations.examples import example
+from lowprec.course.lessons import ExerciseBlock, PredictionBlock, load_lessons, render_blocks
+from lowprec.course.examples import example
 from tests import gemm_lesson_oracles
 from tests.transfer_oracles import TRANSFER_ORACLES
 from tests.stateful_oracles import STATEFUL_ORACLES
@@ -465,7 +465,7 @@ def fake_quant_torch(x: float) -> tuple[float, float]:
 def _te_worked_block_largest_code() -> int:
     """TE's NVFP4 reference (rewritten independently in tests/test_te_reference.py) on the worked
     tensor: the E2M1 code stored for the worked block's largest element."""
-    from lowprec.simulations.examples_blocks import WORKED_BLOCK, worked_tensor
+    from lowprec.course.examples_blocks import WORKED_BLOCK, worked_tensor
     from tests.test_te_reference import te_nvfp4_reference
 
     _, codes, _ = te_nvfp4_reference(worked_tensor().reshape(1, 32), two_d=False)
@@ -747,7 +747,7 @@ def test_oracles_can_fail() -> None:
 
 def test_torch_examples_resolve_by_name_and_stay_out_of_the_default_listing() -> None:
     from lowprec import strictjson
-    from lowprec.simulations.examples import EXAMPLES, TORCH_EXAMPLES, list_examples
+    from lowprec.course.examples import EXAMPLES, TORCH_EXAMPLES, list_examples
 
     assert set(TORCH_EXAMPLES) == {"checkpoint_primer", "lab_signatures", "silent_scale", "checkpoint_probes",
                                    "lab_more", "defect_hunt", "telemetry_effective"}

@@ -28,8 +28,9 @@ import pytest
 
 from lowprec import strictjson
 from lowprec.app import exercises, pages
-from lowprec.app.lesson_blocks import Answer, ExerciseBlock, PredictionBlock, check_response, parse_response
-from lowprec.app.lessons import ExplanationBlock, load_lessons
+from lowprec.course import feedback
+from lowprec.course.lesson_blocks import Answer, ExerciseBlock, PredictionBlock, check_response, parse_response
+from lowprec.course.lessons import ExplanationBlock, load_lessons
 from tests.lesson_fixture import write_lesson_folder
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -67,7 +68,7 @@ def _exercise(answer: Answer, block_id: str = "e") -> ExerciseBlock:
 
 
 def test_decode_table_of_an_8_bit_format_is_every_code_as_ml_dtypes_decodes_it() -> None:
-    table = exercises.decode_table("E4M3FN", 0x45)
+    table = feedback.decode_table("E4M3FN", 0x45)
     assert sorted(map(int, table)) == list(range(256))
     for code in range(256):
         want = e4m3fn_value(code)
@@ -87,17 +88,17 @@ def test_decode_table_of_an_8_bit_format_is_every_code_as_ml_dtypes_decodes_it()
 def test_decode_table_is_the_callers_own() -> None:
     """The table is computed once per (format, answer) for every session; a caller that changes
     what it got changes nothing for the next one."""
-    table = exercises.decode_table("E2M1", 0x5)
+    table = feedback.decode_table("E2M1", 0x5)
     want = {code: dict(entry) for code, entry in table.items()}
     table["5"]["text"] = "changed"
     del table["6"]
-    assert exercises.decode_table("E2M1", 0x5) == want
+    assert feedback.decode_table("E2M1", 0x5) == want
 
 
 def test_decode_table_of_a_wide_format_is_a_window_around_the_answer_and_its_sign_twin() -> None:
     answer = 0x3F80  # BF16 1.0
-    table = exercises.decode_table("BF16", answer)
-    w = exercises.DECODE_WINDOW
+    table = feedback.decode_table("BF16", answer)
+    w = feedback.DECODE_WINDOW
     expected = set(range(answer - w, answer + w + 1)) | set(range(0xBF80 - w, 0xBF80 + w + 1))
     assert set(map(int, table)) == expected
     for key, row in table.items():

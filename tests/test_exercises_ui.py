@@ -47,7 +47,7 @@ import sys
 from pathlib import Path
 import panel as pn
 from lowprec.app import layout, pages
-from lowprec.app.lessons import load_lessons
+from lowprec.course.lessons import load_lessons
 (lesson,) = load_lessons(Path(sys.argv[1]))
 port = int(sys.argv[2])
 print("serving", flush=True)
@@ -87,7 +87,7 @@ def export_for_test(course: Path, out: Path) -> Path:
     """The probe lesson's page written by `lowprec export` (app/export.py) with the probe lesson as
     the whole course: assets once under _static/, the document embedded, widgets without a live
     offline control disabled; the lesson components stay live."""
-    from lowprec.app import lessons
+    from lowprec.course import lessons
     from lowprec.app.export import export
 
     with pytest.MonkeyPatch.context() as mp:
@@ -244,7 +244,7 @@ def walk_the_lesson(lesson: Lesson) -> None:
     assert events[-1] == {"key": "probe/overflow-torch", "result": "answered"} and len(events) == 6
 
     # the bin challenge: 0x1C first (too low), then 0x1D = 0 0011 101 (right)
-    from lowprec.formats.challenge import ChallengeConfig, bin_challenge
+    from lowprec.course.challenge import ChallengeConfig, bin_challenge
 
     challenge = bin_challenge(ChallengeConfig(value="0.1", format="E4M3FN", convention="torch"))
     box_ = page.locator('[data-challenge="E4M3FN:0.1:torch"]')
@@ -265,8 +265,8 @@ def walk_the_lesson(lesson: Lesson) -> None:
     assert _axe_problems(page) == []
 
     # the checker the page runs is the one tested against check_response (tests/test_exercises.py)
-    from lowprec.app.lesson_blocks import check_response
-    from lowprec.app.lessons import ExerciseBlock, load_lessons, render_blocks
+    from lowprec.course.lesson_blocks import check_response
+    from lowprec.course.lessons import ExerciseBlock, load_lessons, render_blocks
 
     (probe,) = load_lessons(Path(lesson.course))
     blocks = [b for b in render_blocks(probe) if isinstance(b, ExerciseBlock)]

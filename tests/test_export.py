@@ -34,7 +34,7 @@ import pytest
 
 from lowprec.app.commands import export_cmd
 from lowprec.config import fields_of
-from lowprec.formats.explain import ExplainConfig
+from lowprec.simulations.format_records import ExplainConfig
 from lowprec.app.export import PAGE_LIMIT, SITE_LIMIT, ExportError, available_routes, export, page_file, site_size
 from tests.browser import COMPLETE_JS, READY_JS, WatchedPage, answer_every_prediction, check_site_page
 
@@ -45,7 +45,7 @@ pytestmark = pytest.mark.xdist_group("exported-site")
 
 
 def _lessons() -> list[str]:
-    from lowprec.app.lessons import load_lessons
+    from lowprec.course.lessons import load_lessons
     from lowprec.app.pages import lesson_route
 
     return [lesson_route(x) for x in load_lessons()]

@@ -149,7 +149,7 @@ def test_a_page_object_displays_in_a_notebook() -> None:
     """Issue 33, F5: `lesson_page(...)` as a notebook cell's last line showed `Page(route=…)`; a page
     shows its content (its `_repr_mimebundle_` is Panel's, of `Page.view()`)."""
     from lowprec.app import pages
-    from lowprec.app.lessons import load_lessons
+    from lowprec.course.lessons import load_lessons
 
     lesson = next(x for x in load_lessons() if x.slug == "range-vs-resolution")
     page = pages.lesson_page(lesson, sync=False)
@@ -217,7 +217,7 @@ def test_a_cold_outline_imports_no_numpy_and_still_names_a_bad_widget(tmp_path: 
     import subprocess
     import sys
 
-    from lowprec.app import lessons as L
+    from lowprec.course import lessons as L
 
     code = ("import contextlib, io, sys\nfrom lowprec.app.cli import main\n"
             "with contextlib.redirect_stdout(io.StringIO()):\n"

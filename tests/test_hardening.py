@@ -271,14 +271,14 @@ def test_budget_error_names_the_parameter_and_the_limit() -> None:
 
 
 def test_budget_allows_what_fits_and_ignores_records_without_cost() -> None:
-    from lowprec.formats.explain import ExplainConfig
+    from lowprec.simulations.format_records import ExplainConfig
 
     assert isinstance(check_budget(attention.AttentionConfig(), APP_BUDGET), Cost)
     assert check_budget(ExplainConfig(), Budget(bytes=1, seconds=1e-9, where="x")) is None
 
 
 def test_every_widget_default_and_lesson_directive_fits_the_page_budget() -> None:
-    from lowprec.app.lessons import WidgetDirective, load_lessons, render_blocks
+    from lowprec.course.lessons import WidgetDirective, load_lessons, render_blocks
     from lowprec.app.widgets import WIDGETS, get_widget_class
     from lowprec.config import from_mapping
 

@@ -4,6 +4,7 @@ down (DESIGN.md):
 
     formats      → nothing of lowprec but the leaf modules
     simulations  → formats (+ leaves)
+    course       → formats, simulations (+ leaves)
     gpu          → formats, simulations (+ leaves)
     benchmarks   → formats, simulations, gpu (+ leaves)
     app          → anything; nothing outside app imports app
@@ -30,9 +31,10 @@ LEAVES = {"lowprec", "lowprec.strictjson", "lowprec.config", "lowprec.extras", "
 MAY_IMPORT: dict[str, set[str]] = {
     "formats": set(),
     "simulations": {"formats"},
+    "course": {"formats", "simulations"},
     "gpu": {"formats", "simulations"},
     "benchmarks": {"formats", "simulations", "gpu"},
-    "app": {"formats", "simulations", "gpu", "benchmarks"},
+    "app": {"formats", "simulations", "course", "gpu", "benchmarks"},
 }
 #: third-party module → module-name prefixes allowed to import it
 THIRD_PARTY_ONLY_IN: dict[str, tuple[str, ...]] = {
@@ -43,8 +45,8 @@ THIRD_PARTY_ONLY_IN: dict[str, tuple[str, ...]] = {
     # examples_course: the checkpointing primer and the seed-001 lesson run torch.utils.checkpoint
     # lab.torch_reader: a PyTorch state dict is read with torch.load(weights_only=True)
     # examples_transfer: the course's checkpointing probes run torch.utils.checkpoint (issue 31)
-    "torch": ("lowprec.simulations.recompute_harness", "lowprec.simulations.examples_course",
-              "lowprec.simulations.examples_transfer",
+    "torch": ("lowprec.simulations.recompute_harness", "lowprec.course.examples_course",
+              "lowprec.course.examples_transfer",
               "lowprec.simulations.lab.torch_reader", "lowprec.gpu.", "lowprec.benchmarks."),
 }
 #: cycles tolerated for now (none: keep it that way)
@@ -88,7 +90,7 @@ GRAPH = build(lowprec.__path__[0])
 
 def test_graph_covers_every_layer() -> None:
     layers = {layer(m) for m in GRAPH.edges}
-    assert {"formats", "simulations", "gpu", "benchmarks", "app", "leaf"} <= layers
+    assert {"formats", "simulations", "course", "gpu", "benchmarks", "app", "leaf"} <= layers
     # the walk sees lazy imports and registries: the CLI's table reaches every command module
     assert "lowprec.app.commands.cast_cmd" in GRAPH.edges["lowprec.app.cli"]
     assert "lowprec.benchmarks.cli" in GRAPH.edges["lowprec.app.commands.bench_cmd"]

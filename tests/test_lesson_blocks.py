@@ -1,5 +1,5 @@
 """Predictions, explanations and exercises in lessons: syntax, structure rules, computed answers and
-how responses are checked (lowprec.app.lesson_blocks through lowprec.app.lessons)."""
+how responses are checked (lowprec.course.lesson_blocks through lowprec.course.lessons)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from lowprec.app.lesson_blocks import Answer, check_response, parse_response
-from lowprec.app.lessons import (
+from lowprec.course.lesson_blocks import Answer, check_response, parse_response
+from lowprec.course.lessons import (
     ExerciseBlock,
     ExplanationBlock,
     LessonError,

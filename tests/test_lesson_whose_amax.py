@@ -17,9 +17,9 @@ import sys
 from pathlib import Path
 
 from lowprec import strictjson
-from lowprec.app.lessons import ExerciseBlock, ExplanationBlock, MarkdownBlock, PredictionBlock, WidgetDirective
-from lowprec.app.lessons import load_lessons, render_blocks
-from lowprec.simulations.examples import example
+from lowprec.course.lessons import ExerciseBlock, ExplanationBlock, MarkdownBlock, PredictionBlock, WidgetDirective
+from lowprec.course.lessons import load_lessons, render_blocks
+from lowprec.course.examples import example
 from lowprec.simulations.stateful import DESIGNS, SCENARIOS
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,7 +1,7 @@
-"""Unit tests of the lesson parser (app/lessons.py): front matter, directives, placeholders, loading.
+"""Unit tests of the lesson parser (course/lessons.py): front matter, directives, placeholders, loading.
 
 Placeholders are resolved here through a recording fake resolver, so these tests exercise the parser
-alone; tests/test_content.py renders the real lessons against simulations.examples.
+alone; tests/test_content.py renders the real lessons against course.examples.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from lowprec.app.lessons import (
+from lowprec.course.lessons import (
     WIDGET_PARAMS,
     Lesson,
     LessonError,

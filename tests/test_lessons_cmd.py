@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from lowprec import strictjson
-from lowprec.app.lessons import load_lessons
+from lowprec.course.lessons import load_lessons
 from tests.lesson_fixture import write_lesson_folder
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -127,7 +127,7 @@ def test_root_that_is_missing_a_file_or_empty_says_which(tmp_path: Path) -> None
 
 def _imports_after(argv: list[str], cache: Path | None) -> tuple[int, str, list[str]]:
     """(exit status, output, which of the watched modules) of `lowprec ARGV` in a child."""
-    watched = HEAVY + ("numpy", "ml_dtypes", "lowprec.app.lessons", "lowprec.simulations.examples")
+    watched = HEAVY + ("numpy", "ml_dtypes", "lowprec.course.lessons", "lowprec.course.examples")
     code = ("import contextlib, io, sys\nfrom lowprec.app.cli import main\nout = io.StringIO()\n"
             "with contextlib.redirect_stdout(out):\n"
             f"    rc = main({argv!r})\n"
@@ -146,8 +146,8 @@ def test_the_outline_computes_nothing_and_a_cached_list_parses_nothing(tmp_path:
     example, no torch; listed again from the cache, it does not even import the parser or numpy."""
     cache = tmp_path / "cache"
     rc, cold, mods = _imports_after(["lessons"], cache)
-    assert rc == 0 and "lowprec.app.lessons" in mods
-    assert not {"lowprec.simulations.examples", "torch", "panel", "bokeh", "triton"} & set(mods), mods
+    assert rc == 0 and "lowprec.course.lessons" in mods
+    assert not {"lowprec.course.examples", "torch", "panel", "bokeh", "triton"} & set(mods), mods
     rc, warm, mods = _imports_after(["lessons"], cache)
     assert rc == 0 and warm == cold and mods == [], mods
     assert [line.split()[1] for line in cold.splitlines() if not line.startswith(" " * 5)] == [
@@ -190,7 +190,7 @@ def test_the_key_covers_every_source_and_the_dependencies(monkeypatch: pytest.Mo
 
     sources = lessons_cmd._package_sources()
     import lowprec.formats.codec as codec
-    import lowprec.simulations.examples as examples
+    import lowprec.course.examples as examples
 
     assert {Path(codec.__file__).resolve(), Path(examples.__file__).resolve()} <= {p.resolve() for p in sources}
     copies = []

@@ -14,7 +14,7 @@ from panel.io.location import Location
 import lowprec.app.widgets as widgets_pkg
 from lowprec.app import pages
 from lowprec.app.cli import build_parser
-from lowprec.app.lessons import WidgetDirective, load_lessons, render_blocks
+from lowprec.course.lessons import WidgetDirective, load_lessons, render_blocks
 
 
 def _alerts(layout: Any) -> list[str]:
@@ -476,7 +476,7 @@ def test_the_start_page_explorer_gives_away_no_prediction() -> None:
     import re
 
     from lowprec import formats
-    from lowprec.app.lessons import PredictionBlock
+    from lowprec.course.lessons import PredictionBlock
 
     value = pages.LANDING_PARAMS["value"]
     page = pages.landing_page(sync=False)

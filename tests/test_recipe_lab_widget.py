@@ -14,7 +14,7 @@ import panel as pn
 import pytest
 
 from lowprec.app import pages
-from lowprec.app.lessons import WIDGET_PARAMS
+from lowprec.course.lessons import WIDGET_PARAMS
 from lowprec.app.widgets import WIDGETS
 from lowprec.app.widgets.recipe_lab import RecipeLab
 from lowprec.config import ConfigError, fields_of

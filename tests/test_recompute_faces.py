@@ -125,7 +125,7 @@ def test_widget_params_are_the_config_fields() -> None:
 
 
 def test_directive_params_are_the_config_fields() -> None:
-    from lowprec.app.lessons import WIDGET_PARAMS, LessonError, parse_directive
+    from lowprec.course.lessons import WIDGET_PARAMS, LessonError, parse_directive
 
     assert WIDGET_PARAMS["RecomputeDivergence"] == RecomputeConfig().to_dict()  # type: ignore[attr-defined]
     d = parse_directive("::: widget RecomputeDivergence variant=stale-centre history=4 "
@@ -316,7 +316,7 @@ def test_state_config_telemetry_cli_and_parser_import_no_torch() -> None:
         "from lowprec.app.commands import sim_recompute\n"
         "sim_recompute.register(argparse.ArgumentParser().add_subparsers())\n"
         "C.build_parser().parse_args(['--layers', '3'])\n"
-        "from lowprec.app.lessons import WIDGET_PARAMS\n"
+        "from lowprec.course.lessons import WIDGET_PARAMS\n"
         "assert 'RecomputeDivergence' in WIDGET_PARAMS\n"
         "assert len(S.QUANTIZERS) == 9\n"
         "assert 'torch' not in sys.modules, sorted(m for m in sys.modules if m.startswith('torch'))\n"

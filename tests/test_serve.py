@@ -90,8 +90,8 @@ def test_a_served_app_says_one_line_answers_bad_paths_with_4xx_and_stops_cleanly
 def test_lesson_file_names_and_unknown_pages_get_a_way_back() -> None:
     """`/lesson/01-arithmetic-contract` (the lesson's file name) redirects to the lesson; an unknown
     page is a 404 page that says so and links to the start page and the lessons."""
-    from lowprec.app.lesson_files import DEFAULT_ROOT
-    from lowprec.app.lessons import load_lessons
+    from lowprec.course.lesson_files import DEFAULT_ROOT
+    from lowprec.course.lessons import load_lessons
 
     first = load_lessons()[0]
     stem = first.path.stem

@@ -130,7 +130,7 @@ def _routes() -> list[str]:
 
 def _lessons() -> list[str]:
     from lowprec.app.pages import lesson_route
-    from lowprec.app.lessons import load_lessons
+    from lowprec.course.lessons import load_lessons
 
     return [lesson_route(x) for x in load_lessons()]
 

@@ -1,7 +1,7 @@
 """`lowprec cast FORMAT VALUE... [--convention NAME] [--rounding MODE] [--overflow MODE]
 [--decode-scale S] [--seed N] [--json]`.
 
-The command is generated from the bin explorer's record, `formats.explain.ExplainConfig`: its
+The command is generated from the bin explorer's record, `simulations.format_records.ExplainConfig`: its
 options (`--convention`, `--rounding`, `--overflow`, `--decode-scale`), their help, choices,
 bounds and defaults are the record's knobs, checked by the record (a bad value is one line naming
 the option), so the command line and the explorer cannot drift apart — in particular both
@@ -24,7 +24,8 @@ from typing import Any
 
 from lowprec import strictjson
 from lowprec.config import add_arguments, fields_of, from_namespace
-from lowprec.formats.explain import CastExplanation, ExplainConfig, cast_text, explain_cast
+from lowprec.formats.explain import CastExplanation, cast_text, explain_cast
+from lowprec.simulations.format_records import ExplainConfig
 
 #: knobs of ExplainConfig that are not options: `format` and `value` are the positional arguments,
 #: `compare_format` is the explorer's second panel (the command prints one format)

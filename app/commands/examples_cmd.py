@@ -21,7 +21,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lowprec.simulations.examples import example, list_examples
+    from lowprec.course.examples import example, list_examples
 
     chosen = [example(n) for n in args.names] if args.names else list_examples()
     if args.json:

@@ -16,14 +16,14 @@ lesson folder (a draft course); slugs select lessons, and an unknown slug is an 
 the known ones. A lesson that does not parse or whose answer cannot be computed is an error naming
 its file and line.
 
-Answers are computed by the worked examples (`simulations.examples`), some of which train tiny
+Answers are computed by the worked examples (`course.examples`), some of which train tiny
 torch models: seconds of work. The records are kept in a cache (`CACHE_ENV`, else
 `$XDG_CACHE_HOME/lowprec/lessons`, else `~/.cache/lowprec/lessons`; `--no-cache` or an empty
 `LOWPREC_CACHE_DIR` turns it off), one file per lesson, under a key that is the SHA-256 of the
 lesson file's bytes, of every Python source file of the imported lowprec package and of the
 Python, numpy, ml_dtypes and torch installs (their path, size and modification time). Any change
 to any of them is a miss: the record is computed again, never reused stale. A lesson found in the
-cache is listed without importing `lowprec.app.lessons` (and the widget records, numpy, ml_dtypes
+cache is listed without importing `lowprec.course.lessons` (and the widget records, numpy, ml_dtypes
 … it brings); an unreadable or unwritable cache is ignored.
 
 Pure Python: the lesson parser and the worked examples (numpy, `lowprec.formats`,
@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from lowprec import strictjson
-from lowprec.app.lesson_files import DEFAULT_ROOT, lesson_paths, slug_of
+from lowprec.course.lesson_files import DEFAULT_ROOT, lesson_paths, slug_of
 
 #: the environment variable that names the cache folder ("" turns the cache off)
 CACHE_ENV = "LOWPREC_CACHE_DIR"
@@ -79,7 +79,7 @@ def lesson_record(lesson: Any, answers: bool = True) -> dict[str, Any]:
     """One lesson as JSON-ready data. With `answers`, every prediction and exercise with its texts
     and computed answer (the lesson's Markdown and explanations are not rendered: their numbers are
     not needed); without, the outline: ids, answer kinds and the widget each prediction unlocks."""
-    from lowprec.app.lessons import (
+    from lowprec.course.lessons import (
         ExerciseBlock,
         ExplanationBlock,
         LabBlock,
@@ -259,7 +259,7 @@ def course_records(root: Path | None, answers: bool, use_cache: bool = True) -> 
         return sorted(records, key=lambda r: r["order"])
     from contextlib import nullcontext
 
-    from lowprec.app.lessons import load_lessons, outline_only
+    from lowprec.course.lessons import load_lessons, outline_only
 
     out = []
     # the outline lists ids and widget names: parsed without the widgets' config records (numpy,

@@ -7,7 +7,7 @@ zero, negatives and the tie at 3 — computed by `formats.conventions_table` (th
 The block-format section draws `simulations.block_comparison`: the table of probes where the
 `ocp`, `torchao` and `transformer_engine` block conventions differ (each cell: the block's scale code
 and what the probed elements are stored and decoded as, all computed there), and one worked block
-(`simulations.examples_blocks`) element by element under each convention, with the error of each.
+(`course.examples_blocks`) element by element under each convention, with the error of each.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
 //
 // Everything a learner is told comes precomputed from Python (answers, decode tables, verdicts);
 // this file only parses a response and compares. The comparison rules are those of
-// lowprec.app.lesson_blocks.check_response, and a test runs `checkResponse` against it on a table
+// lowprec.course.lesson_blocks.check_response, and a test runs `checkResponse` against it on a table
 // of responses. Progress lives in localStorage under "lowprec-progress": a JSON object mapping
 // "<lesson-slug>/<block-id>" to "correct" | "incorrect" | "answered"; every write dispatches
 // `window` event "lowprec-progress" (detail: {key, result}).
@@ -607,7 +607,7 @@ function renderChallenge(model, spec) {
 
 
 // ---------------------------------------------------------------------------------------------
-// labs: drawn from data a simulation computed (lowprec.app.lesson_labs); nothing is computed here
+// labs: drawn from data a simulation computed (lowprec.course.lesson_labs); nothing is computed here
 // ---------------------------------------------------------------------------------------------
 
 function selectControl(key, name, label, options, value, onChange) {

@@ -2,8 +2,10 @@
 
 `WIDGETS` maps a widget's class name (as lesson directives write it) to its `WidgetEntry`: where
 the class lives, its title, and the config record (`lowprec.config`) whose knobs are the widget's
-parameters — which is also what a lesson directive may set (`lowprec.app.lessons.WIDGET_PARAMS` is
-derived from it). `get_widget_class(name)` imports the class on first use, and
+parameters — which is also what a lesson directive may set. The records are the course's half of
+the registry (`lowprec.course.placeable.WIDGET_RECORDS`, from which the lesson parser derives
+`lowprec.course.lessons.WIDGET_PARAMS` without importing the app); this module refuses to import
+unless it draws exactly those widgets. `get_widget_class(name)` imports the class on first use, and
 `from lowprec.app.widgets import BinExplorer` works through the module `__getattr__`, so importing
 this package imports neither Panel nor Bokeh.
 """
@@ -13,6 +15,8 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 from typing import Any
+
+from lowprec.course.placeable import WIDGET_RECORDS, widget_record
 
 
 @dataclass(frozen=True)
@@ -26,14 +30,19 @@ class WidgetEntry:
     name: str
     target: str
     title: str
-    config: str
     page_scripts: tuple[str, ...] = ()
+
+    @property
+    def config(self) -> str:
+        """Its parameters' record, "module:Record": the course's half of the registry
+        (`lowprec.course.placeable.WIDGET_RECORDS`, what a lesson directive may place)."""
+        return WIDGET_RECORDS[self.name]
 
     def load(self) -> type:
         return _load(self.target)
 
     def config_class(self) -> type:
-        return _load(self.config)
+        return widget_record(self.name)
 
 
 def _load(target: str) -> type:
@@ -44,37 +53,33 @@ def _load(target: str) -> type:
 
 _ENTRIES = (
     WidgetEntry("BinExplorer", "lowprec.app.widgets.bin_explorer:BinExplorer",
-                "Bin explorer: bits, code, error and rounding bin of any value",
-                config="lowprec.formats.explain:ExplainConfig"),
+                "Bin explorer: bits, code, error and rounding bin of any value"),
     WidgetEntry("BinChallenge", "lowprec.app.widgets.bin_challenge:BinChallenge",
-                "Bin challenge: build the code of a value bit by bit, checked by the model",
-                config="lowprec.formats.challenge:ChallengeConfig"),
+                "Bin challenge: build the code of a value bit by bit, checked by the model"),
     WidgetEntry("Conventions", "lowprec.app.widgets.conventions:Conventions",
-                "Backend conventions at the edges (overflow, Inf, NaN, E8M0)",
-                config="lowprec.formats.conventions:ConventionsConfig"),
+                "Backend conventions at the edges (overflow, Inf, NaN, E8M0)"),
     WidgetEntry("DelayedSpike", "lowprec.app.widgets.delayed_spike:DelayedSpike",
-                "Delayed scaling against an amax spike", config="lowprec.simulations.spike:SpikeConfig"),
+                "Delayed scaling against an amax spike"),
     WidgetEntry("AttentionRounding", "lowprec.app.widgets.attention_rounding:AttentionRounding",
-                "Rounding attention probabilities", config="lowprec.simulations.attention:AttentionConfig"),
+                "Rounding attention probabilities"),
     WidgetEntry("RecomputeDivergence", "lowprec.app.widgets.recompute_divergence:RecomputeDivergence",
-                "A stateful quantizer under activation recompute",
-                config="lowprec.simulations.recompute_config:RecomputeConfig"),
+                "A stateful quantizer under activation recompute"),
     WidgetEntry("ScaleGrouping", "lowprec.app.widgets.scale_grouping:ScaleGrouping",
-                "Scale granularity and an outlier", config="lowprec.simulations.grouping:GroupingConfig"),
+                "Scale granularity and an outlier"),
     WidgetEntry("BlockFormats", "lowprec.app.widgets.block_formats:BlockFormats",
-                "Block formats: MX, NVFP4, FP8 tiles, MXINT8", config="lowprec.simulations.blocks:BlocksConfig"),
+                "Block formats: MX, NVFP4, FP8 tiles, MXINT8"),
     WidgetEntry("RecipeLab", "lowprec.app.widgets.recipe_lab:RecipeLab",
-                "Recipe lab: your own tensors through every recipe",
-                config="lowprec.simulations.lab.workbench:LabConfig", page_scripts=("filedropper",)),
+                "Recipe lab: your own tensors through every recipe", page_scripts=("filedropper",)),
     WidgetEntry("Accumulator", "lowprec.app.widgets.accumulator:Accumulator",
-                "Accumulator: what the tensor core keeps of a long sum",
-                config="lowprec.simulations.gemm.study:GemmConfig"),
+                "Accumulator: what the tensor core keeps of a long sum"),
     WidgetEntry("WhoseAmax", "lowprec.app.widgets.whose_amax:WhoseAmax",
-                "Whose amax? Delayed-scaling state under accumulation, idle modules, ranks, cached weights",
-                config="lowprec.simulations.stateful.config:StatefulConfig"),
+                "Whose amax? Delayed-scaling state under accumulation, idle modules, ranks, cached weights"),
 )
 
 WIDGETS: dict[str, WidgetEntry] = {e.name: e for e in _ENTRIES}
+if list(WIDGETS) != list(WIDGET_RECORDS):  # the app draws exactly the widgets a lesson may place
+    raise ImportError(f"lowprec.app.widgets draws {', '.join(WIDGETS)} but the course's WIDGET_RECORDS "
+                      f"lists {', '.join(WIDGET_RECORDS)}: one entry in each, in the same order")
 
 __all__ = [  # the widget names are the keys of WIDGETS, resolved by __getattr__
     "WIDGETS",

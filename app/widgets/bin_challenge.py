@@ -4,7 +4,7 @@
 in the sign/exponent/mantissa colours, each showing the code's value as it changes) and checks.
 Every verdict — right, too low or too high against the code's rounding bin, a tie the rounding rule
 gave to the other side, the same value under another code — is computed by
-`formats.challenge.bin_challenge` for every code of the format and carried into the page, which
+`course.challenge.bin_challenge` for every code of the format and carried into the page, which
 only looks the learner's code up: the challenge checks the same way served and in an exported
 file opened from disk. When served, the checked code also reaches Python (`checked_code` of the
 view), and the widget's `result` and `feedback` follow it (`check`), as in a notebook.
@@ -25,7 +25,7 @@ from lowprec.app.exercises import LessonComponent
 from lowprec.app.params import config_widget, widget_config
 from lowprec.app.plots.bins import FIELD_COLORS
 from lowprec.config import fields_of
-from lowprec.formats.challenge import Challenge, ChallengeConfig, CodeVerdict, bin_challenge, grouped_bits
+from lowprec.course.challenge import Challenge, ChallengeConfig, CodeVerdict, bin_challenge, grouped_bits
 from lowprec.app.text import set_alert
 
 TINT_ALPHA = "33"  # background of a set bit: the field colour at 20 % opacity (text stays dark)

@@ -37,7 +37,8 @@ from lowprec.app.plots.bins import (
 from lowprec.formats import BinView, explain_value
 from lowprec.app.params import config_widget, widget_config
 from lowprec.config import fields_of
-from lowprec.formats.explain import TABLE_MAX_BITS, ExplainConfig, code_value
+from lowprec.formats.explain import TABLE_MAX_BITS, code_value
+from lowprec.simulations.format_records import ExplainConfig
 from lowprec.app.text import as_text, set_alert
 
 

@@ -7,7 +7,7 @@ columns into the existing sources.
 
 Below it, the block-format section: where the `ocp`, `torchao` and `transformer_engine` block
 conventions differ (`simulations.block_comparison.block_conventions_table`) and the lesson's worked
-NVFP4 block (`simulations.examples_blocks`) element by element under each, with each one's error. It
+NVFP4 block (`course.examples_blocks`) element by element under each, with each one's error. It
 does not depend on the format control.
 """
 
@@ -22,7 +22,7 @@ from bokeh.models import ColumnDataSource
 from lowprec.app import work
 from lowprec.app.params import config_widget, widget_config
 from lowprec.formats import get_format
-from lowprec.formats.conventions import ConventionsConfig
+from lowprec.simulations.format_records import ConventionsConfig
 from lowprec.app.plots.conventions import (
     block_conventions_sources,
     block_conventions_table_figure,
@@ -35,7 +35,7 @@ from lowprec.app.plots.conventions import (
     worked_block_table_figure,
 )
 from lowprec.simulations.block_comparison import block_conventions_table
-from lowprec.simulations.examples_blocks import worked_block_comparison
+from lowprec.course.examples_blocks import worked_block_comparison
 from lowprec.app.text import set_alert
 
 

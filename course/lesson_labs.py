@@ -5,7 +5,7 @@ built (`LabEntry.builder`, a "module:function" in `lowprec.simulations` returnin
 data), and the browser only draws it and lets the learner move through it (`app/static/exercises.js`,
 roles named by `LabEntry.role`). So a lab works the same on a served page and on an exported one,
 with every control live, and needs no server round trip. `app.exercises.lab_view` builds the
-component; `app.lessons.parse_lab` checks a directive against `params` (the defaults' types are the
+component; `course.lessons.parse_lab` checks a directive against `params` (the defaults' types are the
 parameters' types).
 """
 

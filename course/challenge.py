@@ -28,12 +28,12 @@ from typing import Any
 
 from lowprec.config import ConfigError, config_record, fields_of, knob
 
-from .conventions import CONVENTIONS
-from .explain import CastExplanation, code_value, explain_cast, power_of_two_text
-from .parse import parse_value
-from .policy import Rounding
-from .specs import CORE_FORMATS, get_format
-from .tables import RoundingBin, code_table
+from lowprec.formats.conventions import CONVENTIONS
+from lowprec.formats.explain import CastExplanation, code_value, explain_cast, power_of_two_text
+from lowprec.formats.parse import parse_value
+from lowprec.formats.policy import Rounding
+from lowprec.formats.specs import CORE_FORMATS, get_format
+from lowprec.formats.tables import RoundingBin, code_table
 
 __all__ = ["CHALLENGE_FORMATS", "Challenge", "ChallengeConfig", "CodeVerdict", "bin_challenge",
            "grouped_bits", "interval_text", "number_text"]
@@ -202,7 +202,7 @@ def bin_challenge(config: ChallengeConfig) -> Challenge:
 def _place(fmt: str, code: int, policy: Any, x: float, x_text: str, head: str,
            ans_text: str) -> tuple[str, str]:
     """Verdict for a wrong finite code: where x lies against its rounding bin."""
-    from .tables import rounding_bin
+    from lowprec.formats.tables import rounding_bin
 
     b = rounding_bin(fmt, code, policy)
     if x == b.lo or x == b.hi:  # x is an edge that this code does not own: a lost tie
@@ -215,7 +215,7 @@ def _place(fmt: str, code: int, policy: Any, x: float, x_text: str, head: str,
 
 def _overflow_edge(fmt: str, policy: Any, x: float) -> float | None:
     """Where the largest finite value's bin ends on x's side (None when x is ±Inf)."""
-    from .tables import rounding_bin
+    from lowprec.formats.tables import rounding_bin
 
     if math.isinf(x):
         return None

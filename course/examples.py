@@ -7,9 +7,9 @@ computed with `formats` (round-to-nearest-even unless a convention is named; con
 typed in (a block size, a byte count per token, the value being cast). Sizes use decimal megabytes
 (10^6 bytes) and binary gibibytes (2^30 bytes). Block layouts follow the OCP Microscaling Formats (MX)
 v1.0 specification (32 elements per E8M0 scale) and NVIDIA's NVFP4 description (16 E2M1 elements per
-E4M3 scale, one FP32 scale per tensor). The record itself is `simulations.example_record.Example`;
-the lesson-specific examples of `simulations.examples_extra`, the predictions and exercises of
-`simulations.examples_course` and the block-convention examples of `simulations.examples_blocks`
+E4M3 scale, one FP32 scale per tensor). The record itself is `course.example_record.Example`;
+the lesson-specific examples of `course.examples_extra`, the predictions and exercises of
+`course.examples_course` and the block-convention examples of `course.examples_blocks`
 join this registry.
 """
 
@@ -37,12 +37,12 @@ from lowprec.formats import (
     policy_for,
 )
 
-from . import (examples_blocks, examples_ckpt, examples_course, examples_extra, examples_gemm, examples_stateful,
-               examples_transfer)
-from ._io import ArgumentParser, check_output_path, error_exit, write_json
-from .example_record import Example, Value, as_number, format_number
-from .quant.mx import mx_scale_rule_table
-from .spike import simulate_stream
+from lowprec.course import (examples_blocks, examples_ckpt, examples_course, examples_extra, examples_gemm,
+                            examples_stateful, examples_transfer)
+from lowprec.simulations._io import ArgumentParser, check_output_path, error_exit, write_json
+from lowprec.course.example_record import Example, Value, as_number, format_number
+from lowprec.simulations.quant.mx import mx_scale_rule_table
+from lowprec.simulations.spike import simulate_stream
 
 __all__ = ["EXAMPLES", "TORCH_EXAMPLES", "Example", "example", "list_examples"]
 
@@ -478,7 +478,7 @@ def list_examples(include_torch: bool = False) -> list[Example]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = ArgumentParser(prog="python -m lowprec.simulations.examples",
+    parser = ArgumentParser(prog="python -m lowprec.course.examples",
                                      description="List the worked examples; writes JSON.")
     parser.add_argument("--json", metavar="OUT", help="output file (default: a text listing on stdout)")
     args = parser.parse_args(argv)

@@ -1,8 +1,8 @@
 """Worked examples of the course's predictions and exercises: every answer a lesson checks and every
-figure its questions quote that the core registry (`simulations.examples`) and the lesson-specific
-one (`simulations.examples_extra`) lack.
+figure its questions quote that the core registry (`course.examples`) and the lesson-specific
+one (`course.examples_extra`) lack.
 
-Each entry of `EXAMPLES` builds a `simulations.example_record.Example` whose values are computed here
+Each entry of `EXAMPLES` builds a `course.example_record.Example` whose values are computed here
 from `formats` (casts through `formats.encode`/`explain_cast` under a named convention or
 round-to-nearest-even with saturation), from the simulations of this package (softmax saturation,
 scale grouping, delayed scaling, attention rounding, the recompute divergence runs) or from exact
@@ -29,7 +29,7 @@ import numpy as np
 from lowprec import formats
 from lowprec.formats import BF16, E2M1, E4M3FN, E5M2, E8M0, FP16, FP32, CastPolicy, Overflow, explain_cast
 
-from .example_record import Example, Value, format_number
+from lowprec.course.example_record import Example, Value, format_number
 
 __all__ = ["EXAMPLES", "TORCH_EXAMPLES"]
 
@@ -117,7 +117,7 @@ def range_questions() -> Example:
 def softmax_threshold() -> Example:
     """The smallest integer d for which softmax([d, 0, 0]), computed op by op in the format, gives
     the first class a probability of exactly 1 (simulations.cliffs.softmax_saturation)."""
-    from .cliffs import softmax_saturation
+    from lowprec.simulations.cliffs import softmax_saturation
 
     values: dict[str, Value] = {}
     for name in ("FP32", "BF16", "FP16"):
@@ -143,7 +143,7 @@ def softmax_threshold() -> Example:
 
 
 def absorption_bf16() -> Example:
-    from .cliffs import absorption
+    from lowprec.simulations.cliffs import absorption
 
     small = absorption("BF16", 0.003)
     large = absorption("BF16", 0.005)
@@ -205,7 +205,7 @@ def scale_one_table() -> Example:
                       "about 20 times": 20.0})
     # the shape of the scale-1 error over magnitudes, as the ScaleGrouping widget's scale_choice study
     # draws it (simulations.grouping.scale_choice_study, E4M3FN)
-    from .grouping import scale_choice_study
+    from lowprec.simulations.grouping import scale_choice_study
 
     study = scale_choice_study(("E4M3FN",))
     curve = study.rms_rel_error_fixed["E4M3FN"]
@@ -246,8 +246,8 @@ def te_scale_rule() -> Example:
     """Transformer Engine's delayed-scaling update (`_default_sf_compute`) as modelled by
     simulations.delayed: F / amax / 2^margin in float32, the previous scale when amax is 0 or not
     finite; current scaling (simulations.scales) gives 1 for an all-zero tensor."""
-    from .delayed import DelayedScaler, scale_from_amax
-    from .scales import encode_scale
+    from lowprec.simulations.delayed import DelayedScaler, scale_from_amax
+    from lowprec.simulations.scales import encode_scale
 
     previous = 2.0
     hist = DelayedScaler("E4M3FN", history_len=16, algo="max", margin=1)
@@ -283,7 +283,7 @@ def grouping_table() -> Example:
     """The ScaleGrouping widget's default outlier study (32 × 64 standard normal, x[3, 5] = 100,
     seed 0), per format and grouping: the error of the ordinary elements and the share of them that
     round to zero; the baseline is the same tensor without the outlier, one scale per tensor."""
-    from .grouping import outlier_study
+    from lowprec.simulations.grouping import outlier_study
 
     values: dict[str, Value] = {"rows": 32, "cols": 64, "outlier": 100.0, "seed": 0}
     for fmt in ("E4M3FN", "E2M1"):
@@ -343,7 +343,7 @@ def block_views() -> Example:
     """The BlockFormats widget's tensor (32 × 128 Student-t, seed 0) with the transposed view on: the
     column-blocked view made from the source (one rounding) or re-quantized from the row-blocked
     decoded data (two roundings), for NVFP4 and MXFP8 (E4M3, floor)."""
-    from .blocks import simulate_blocks
+    from lowprec.simulations.blocks import simulate_blocks
 
     values: dict[str, Value] = {}
     for recipe, key in (("NVFP4", "nvfp4"), ("MXFP8_E4M3", "mxfp8")):
@@ -374,7 +374,7 @@ def block_views() -> Example:
 def spike_questions() -> Example:
     """The default spike scenario of the DelayedSpike widget (and of the core example delayed_spike):
     E4M3FN, history 16 (max), the whole tensor × 50 at step 100 of 200, seed 0."""
-    from .spike import simulate_stream
+    from lowprec.simulations.spike import simulate_stream
 
     history, spike_step = 16, 100
     r = simulate_stream(format="E4M3FN", history=history, algo="max", steps=200, spike_step=spike_step,
@@ -483,7 +483,7 @@ def resume_history() -> Example:
     """A delayed scaler (E4M3FN, history 16, max) on an amax stream of 1 with one spike of 50 at
     step 95; a run checkpointed and resumed at step 100 without its amax history restarts from
     Transformer Engine's initial scale 1 and an empty history."""
-    from .delayed import DelayedScaler
+    from lowprec.simulations.delayed import DelayedScaler
 
     history, spike_step, resume_step, steps = 16, 95, 100, 140
     amax = np.ones(steps)
@@ -531,7 +531,7 @@ def sr_rerandomized() -> Example:
 
 
 def attention_three_probs() -> Example:
-    from .attention import THREE_PROBS, THREE_VALUES, round_probs, stochastic_variance
+    from lowprec.simulations.attention import THREE_PROBS, THREE_VALUES, round_probs, stochastic_variance
 
     p = np.array([THREE_PROBS])
     v = np.array(THREE_VALUES)
@@ -661,7 +661,7 @@ LAB_VARIANTS = ("consume-after-advance", "recompute-mutates", "shared-state", "s
 def lab_signatures() -> Example:
     """Each defect variant run with the widget's defaults (4 layers, width 64, batch 16, 20 steps,
     seed 0, E4M3FN, history 16, max): the signature each step of the lab asks about."""
-    from .recompute import run_recompute
+    from lowprec.simulations.recompute import run_recompute
 
     runs = {v: run_recompute(v) for v in (*LAB_VARIANTS, "fixed")}
     values: dict[str, Value] = {"layers": 4, "steps": 20}
@@ -747,7 +747,7 @@ def _delayed_layer_run(xs: np.ndarray, dys: np.ndarray, w: np.ndarray, *, checkp
     with the current scale and stashes it; the scale update runs at the end of the forward when it
     fires; the recompute casts with the stash when it is restored, else with the live scale; the
     weight gradient is (recomputed input)ᵀ dY. Without checkpointing the forward's cast is used."""
-    from .delayed import DelayedScaler
+    from lowprec.simulations.delayed import DelayedScaler
 
     scaler = DelayedScaler("E4M3FN", history_len=16, algo="max")
     out: dict[str, Any] = {"grads": [], "forward_inputs": [], "recomputed_inputs": [], "scales": [],
@@ -847,8 +847,8 @@ def silent_scale() -> Example:
                                 ("reentrant", v_reentrant)):
             values[f"candidate_{i}_{label}"] = "passes" if verdicts[i] else "fails"
     # which recipes carry state from one call to the next: cast tensor B after tensor A vs fresh
-    from .delayed import CurrentScaler, DelayedScaler
-    from .quant.mx import quantize_mx
+    from lowprec.simulations.delayed import CurrentScaler, DelayedScaler
+    from lowprec.simulations.quant.mx import quantize_mx
 
     a = (rng.standard_normal(1024) * 4.0).astype(np.float32)
     b = rng.standard_normal(1024).astype(np.float32)
@@ -893,7 +893,7 @@ def silent_scale() -> Example:
 def fake_quant_ste() -> Example:
     """Fake quantization q = clamp(round(x / s), qmin, qmax), value q·s, and the straight-through
     gradient: 1 where x / s lies inside [qmin, qmax] after rounding, else 0 (simulations.cliffs)."""
-    from .cliffs import fake_quant_scalar
+    from lowprec.simulations.cliffs import fake_quant_scalar
 
     s, qmin, qmax = 0.25, -7, 7
 
@@ -920,8 +920,8 @@ CALIBRATION_RANGES = {"max": "the maximum", "p999": "the 99.9th percentile", "p9
 def calibration_ranges() -> Example:
     """A heavy-tailed tensor (Student t, 3 degrees of freedom) cast to INT4, INT8 and E4M3FN with one
     decode scale per tensor sized from the max, the 99.9th or the 99th percentile of |x|."""
-    from .metrics import error_metrics
-    from .scaling import quantize_scaled
+    from lowprec.simulations.metrics import error_metrics
+    from lowprec.simulations.scaling import quantize_scaled
 
     seed, n = 1, 8192
     x = (np.random.default_rng(seed).standard_t(3, size=n) * 1e-3).astype(np.float32)
@@ -1006,8 +1006,8 @@ def lab_samples() -> Example:
     """The recipe lab's sample weight (`simulations.lab.samples`, BF16, four input channels ×16)
     under the default recipes: its outlier input channels, and the BF16 cast's error on a tensor
     already stored as BF16."""
-    from .lab import analyze_arrays
-    from .lab.samples import weight
+    from lowprec.simulations.lab import analyze_arrays
+    from lowprec.simulations.lab.samples import weight
 
     report = analyze_arrays({"weight": weight()}, "bf16,e4m3_row,e4m3_column")
     t = report.tensors[0]
@@ -1051,7 +1051,7 @@ EXAMPLES: dict[str, Callable[[], Example]] = {
 }
 
 #: examples that run torch (real torch.utils.checkpoint, the recompute simulation): resolved by
-#: `simulations.examples.example(name)` like the others, but left out of the default listing so that
+#: `course.examples.example(name)` like the others, but left out of the default listing so that
 #: listing the examples stays torch-free (torch is optional)
 TORCH_EXAMPLES: dict[str, Callable[[], Example]] = {
     "checkpoint_primer": checkpoint_primer,

@@ -2,7 +2,7 @@
 checks, computed by the stateful-scaling simulation (`simulations.stateful`) at the parameters the
 lesson's widgets show, or by its closed forms (`stateful.closed_forms`) for the exercises' new cases.
 A field that answers a `choice` question holds the text of the right choice, derived from a number
-of the run (the nearest label, or the one check that flags). Registered in `simulations.examples`.
+of the run (the nearest label, or the one check that flags). Registered in `course.examples`.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .example_record import Example, Value
-from .stateful import ROLES, reduced_encode_scale, simulate_stateful, spike_clipped_share
+from lowprec.course.example_record import Example, Value
+from lowprec.simulations.stateful import ROLES, reduced_encode_scale, simulate_stateful, spike_clipped_share
 
 __all__ = ["EXAMPLES", "RECOMPUTE_CHECKS", "SCALE_RATIO_LABELS", "CACHE_OUTCOMES", "SPIKE_OUTCOMES", "H1_GROUPS"]
 

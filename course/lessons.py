@@ -10,13 +10,13 @@ float, `true`/`false`, else text; a value quoted with `"..."` is always text, an
 default is text always receives the value exactly as written (so `value=3.30` reaches BinExplorer as
 `"3.30"`); an integer given for a float parameter becomes a float. A placeholder
 `{{ example:NAME }}` or `{{ example:NAME.FIELD }}` anywhere in the Markdown (code included) is
-replaced by `simulations.examples.example(NAME).format(FIELD)` at render time, so the prose cannot
+replaced by `course.examples.example(NAME).format(FIELD)` at render time, so the prose cannot
 disagree with the code; `{{ lesson:SLUG }}` is replaced by that lesson's number in the course (its
 `order`), so a reference survives a reordering. Blocks `::: predict ID` / `::: explain ID` / `::: exercise ID` … `:::`
-(syntax and records in `lowprec.app.lesson_blocks`, reference in `content/README.md`) ask the
+(syntax and records in `lowprec.course.lesson_blocks`, reference in `content/README.md`) ask the
 learner: a prediction before the widget that follows it (answered, it reveals the widget and its
 explanation), exercises with computed answers. A line `::: lab NAME key=value ...` places a lab
-(`app.lesson_labs.LABS`: a lesson component whose data a simulation computes, drawn in the browser,
+(`course.lesson_labs.LABS`: a lesson component whose data a simulation computes, drawn in the browser,
 the same served and exported); a lab counts as the widget a prediction unlocks. The optional front
 matter key `objectives` lists, one per line (`  - text [id, id]`), what the goal asks of the learner
 and the exercises (and predictions) that check each part. A Markdown link whose target is
@@ -38,10 +38,11 @@ from typing import Any, Callable, Union
 from urllib.parse import parse_qsl, quote, urlencode
 
 from lowprec.config import fields_of
+from lowprec.course.placeable import WIDGET_RECORDS, widget_record
 
-from .lesson_files import DEFAULT_ROOT, LessonFolderError, check_lesson_folder, lesson_paths, slug_of
-from .lesson_labs import LABS
-from .lesson_blocks import (
+from lowprec.course.lesson_files import DEFAULT_ROOT, LessonFolderError, check_lesson_folder, lesson_paths, slug_of
+from lowprec.course.lesson_labs import LABS
+from lowprec.course.lesson_blocks import (
     CLOSE_RE,
     LabBlock,
     OPEN_RE,
@@ -83,10 +84,7 @@ __all__ = [
 ParamValue = Union[str, int, float, bool]
 
 def _widget_params() -> dict[str, dict[str, ParamValue]]:
-    from lowprec.app.widgets import WIDGETS  # the registry: light, no Panel import
-
-    return {name: {k.name: k.default for k in fields_of(entry.config_class())}
-            for name, entry in WIDGETS.items()}
+    return {name: {k.name: k.default for k in fields_of(widget_record(name))} for name in WIDGET_RECORDS}
 
 
 class _WidgetParams(Mapping[str, dict[str, ParamValue]]):
@@ -113,7 +111,7 @@ class _WidgetParams(Mapping[str, dict[str, ParamValue]]):
 
 
 # Widgets a lesson may place, with their parameters and default values (the default's type is the
-# parameter's type), derived from the widget registry's config records.
+# parameter's type), derived from their config records (`course.placeable.WIDGET_RECORDS`).
 WIDGET_PARAMS: Mapping[str, dict[str, ParamValue]] = _WidgetParams()
 
 #: whether a directive's parameters are checked against WIDGET_PARAMS as it is parsed (`outline_only`)
@@ -208,7 +206,7 @@ def _where(path: Path | None, line: int) -> str:
 
 def parse_lesson(text: str, slug: str = "", path: Path | None = None) -> Lesson:
     """Split front matter from body and check the front matter; directives are checked here too,
-    placeholders only at render time (they need `simulations.examples`)."""
+    placeholders only at render time (they need `course.examples`)."""
     if not isinstance(text, str):
         raise TypeError(f"lesson text must be str, got {type(text).__name__}")
     lines = text.removeprefix("\ufeff").splitlines()
@@ -410,9 +408,7 @@ def parse_directive(text: str, path: Path | None = None, line: int = 1) -> Widge
     if check:
         known: Any = WIDGET_PARAMS
     else:
-        from lowprec.app.widgets import WIDGETS  # the registry's names: no config record imported
-
-        known = WIDGETS
+        known = WIDGET_RECORDS  # the registry's names: no config record imported
     if name not in known:
         raise LessonError(f"{where}: unknown widget {name!r}; known: {', '.join(sorted(known))}")
     params: dict[str, ParamValue] = {}
@@ -518,7 +514,7 @@ def placeholders(text: str) -> list[tuple[str, str | None]]:
 
 
 def _default_resolver() -> Resolver:
-    from lowprec.simulations.examples import example  # imported on first use: lessons parse without numpy work
+    from lowprec.course.examples import example  # imported on first use: lessons parse without numpy work
 
     def resolve(name: str, field_name: str | None) -> str:
         return example(name).format(field_name)
@@ -576,7 +572,7 @@ Block = Union[MarkdownBlock, WidgetDirective, LabBlock, PredictionBlock, Explana
 
 
 def _default_value_resolver() -> ValueResolver:
-    from lowprec.simulations.examples import example
+    from lowprec.course.examples import example
 
     def resolve(name: str, field_name: str) -> tuple[Any, str]:
         ex = example(name)
@@ -600,7 +596,7 @@ def render_blocks(
     interactive blocks (answers computed), in order.
 
     `resolve(name, field)` turns a placeholder into text; by default
-    `simulations.examples.example(name).format(field)`. `resolve_value(name, field)` gives an
+    `course.examples.example(name).format(field)`. `resolve_value(name, field)` gives an
     answer's (value, text); by default the example's raw value and its text. Blank Markdown between
     directives is dropped. `markdown=False` leaves out the Markdown and the explanations (and does
     not compute their placeholders): the directives, predictions and exercises alone, what a

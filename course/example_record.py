@@ -2,7 +2,7 @@
 prose text of each value — as lessons quote it (`{{ example:NAME.FIELD }}`).
 
 This module holds only the record and its number formatting; the registry of examples is
-`simulations.examples` (core) with `simulations.examples_extra` (lesson-specific), both of which build
+`course.examples` (core) with `course.examples_extra` (lesson-specific), both of which build
 `Example`s. Non-finite values print as NaN / Inf / -Inf in prose and are written to JSON by
 `lowprec.strictjson` ("nan", "inf", "-inf").
 """

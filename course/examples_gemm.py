@@ -27,10 +27,10 @@ from typing import Callable
 
 import numpy as np
 
-from .example_record import Example, Value
-from .gemm import get_instruction, matmul, mma
-from .gemm.stacks import STACKS
-from .gemm.study import simulate_gemm
+from lowprec.course.example_record import Example, Value
+from lowprec.simulations.gemm import get_instruction, matmul, mma
+from lowprec.simulations.gemm.stacks import STACKS
+from lowprec.simulations.gemm.study import simulate_gemm
 
 __all__ = ["EXAMPLES", "power_sum_text"]
 

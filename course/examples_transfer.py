@@ -2,7 +2,7 @@
 mechanism to a case the lesson's text does not work through — another value, format, scale, layer
 or arrangement — and computes the answer with the models of this package.
 
-Same conventions as `simulations.examples_course` (decode scale `s` multiplies codes back; encode
+Same conventions as `course.examples_course` (decode scale `s` multiplies codes back; encode
 scale `F / amax`; casts through `formats` with round-to-nearest-even and saturation unless a
 convention is named; random tensors from `numpy.random.default_rng(seed)` with the seed among the
 values). A field that answers a `choice` question holds the right choice's text; one that answers
@@ -22,7 +22,7 @@ import numpy as np
 from lowprec import formats
 from lowprec.formats import BF16, E2M1, E3M2, E4M3FN, E5M2, FP16, CastPolicy, Overflow, explain_cast
 
-from .example_record import Example, Value
+from lowprec.course.example_record import Example, Value
 
 __all__ = ["ATTENTION_STAGES", "EXAMPLES", "TORCH_EXAMPLES", "PROMOTION_STEPS", "contract_of_label"]
 
@@ -132,7 +132,7 @@ def code_minus_27() -> Example:
 
 
 def fp16_at_4() -> Example:
-    from .cliffs import absorption
+    from lowprec.simulations.cliffs import absorption
 
     r = absorption("FP16", 0.0, base=4.0)
     tie = _q1(4.0 + r.threshold, FP16)
@@ -145,7 +145,7 @@ def fp16_at_4() -> Example:
 
 def softmax_more() -> Example:
     """Softmax saturation of more cases: FP16 over four logits op by op, and BF16 rounded once."""
-    from .cliffs import softmax_saturation
+    from lowprec.simulations.cliffs import softmax_saturation
 
     d_fp16_4 = next(d for d in range(1, 200) if softmax_saturation("FP16", [float(d), 0.0, 0.0, 0.0]).saturated)
     once = next(d for d in range(1, 200)
@@ -163,7 +163,7 @@ def softmax_more() -> Example:
 
 
 def zero_amax_sequence() -> Example:
-    from .delayed import DelayedScaler
+    from lowprec.simulations.delayed import DelayedScaler
 
     s = DelayedScaler("E4M3FN", history_len=1, algo="most_recent", initial_encode_scale=64.0)
     seen = []
@@ -200,7 +200,7 @@ _GROUP_NAMES = {"tensor": "one per tensor", "row": "one per row", "column": "one
 def outlier_column() -> Example:
     """The ScaleGrouping tensor (32 × 64 standard normal, seed 0) with a whole outlier feature:
     column 5 multiplied by 100. Error of the other columns per grouping, in E2M1."""
-    from .scaling import quantize_scaled
+    from lowprec.simulations.scaling import quantize_scaled
 
     x = np.random.default_rng(0).standard_normal((32, 64)).astype(np.float32)
     x[:, 5] *= np.float32(100.0)
@@ -272,7 +272,7 @@ def contraction_axis() -> Example:
 
 
 def mxfp4_rules() -> Example:
-    from .quant.mx import mx_scale_rule_table
+    from lowprec.simulations.quant.mx import mx_scale_rule_table
 
     amax = 100.0
     rows = {r["rule"]: r for r in mx_scale_rule_table(amax, "E2M1")}
@@ -291,8 +291,8 @@ def mxfp4_rules() -> Example:
 
 
 def spike_questions_more() -> Example:
-    from .delayed import DelayedScaler
-    from .spike import simulate_stream
+    from lowprec.simulations.delayed import DelayedScaler
+    from lowprec.simulations.spike import simulate_stream
 
     r = simulate_stream(format="E4M3FN", history=16, algo="max", steps=140, spike_step=100, spike=4.0, seed=0)
     clipped_x4 = float(r.delayed["clipped_fraction"][100])
@@ -448,7 +448,7 @@ def loss_vs_tensor() -> Example:
 
 
 def resume_at_105() -> Example:
-    from .delayed import DelayedScaler
+    from lowprec.simulations.delayed import DelayedScaler
 
     history, spike_step, resume_step, steps = 16, 95, 105, 140
     amax = np.ones(steps)
@@ -501,7 +501,7 @@ def bias_populations() -> Example:
 def lab_more() -> Example:
     """More of the recompute lab's signatures: the consume-after-advance comparison, which check
     flags shared-state-snapshot, stale-centre against recompute-mutates, and shared state over 6 layers."""
-    from .recompute import run_recompute
+    from lowprec.simulations.recompute import run_recompute
 
     def max_diff(variant: str) -> float:
         r = run_recompute(variant)
@@ -538,8 +538,8 @@ def lab_more() -> Example:
 def stateful_recipes() -> Example:
     """Cast tensor B fresh, and after casting tensor A, under each recipe: a recipe carries state when
     the two casts of B differ."""
-    from .delayed import DelayedScaler
-    from .quant import quantize
+    from lowprec.simulations.delayed import DelayedScaler
+    from lowprec.simulations.quant import quantize
 
     rng = np.random.default_rng(0)
     a = (rng.standard_normal((4, 128)) * 4.0).astype(np.float32)
@@ -572,12 +572,12 @@ def stateful_recipes() -> Example:
 
 
 def sigma_0_01() -> Example:
-    from .examples_course import scale_one_errors
+    from lowprec.course.examples_course import scale_one_errors
 
     runs = [scale_one_errors(0.01, seed, 2**18) for seed in (0, 1)]
     ratio = float(np.mean([one / amax for one, amax in runs]))
     return _ex("sigma_0_01", "A tensor of σ = 0.01 cast with scale 1",
-               "simulations.examples_course.scale_one_errors(0.01, seed, 2^18) for seeds 0 and 1: mean ratio "
+               "course.examples_course.scale_one_errors(0.01, seed, 2^18) for seeds 0 and 1: mean ratio "
                "of the error at encode scale 1 to the error at the amax scale",
                {"ratio": ratio}, "ratio", digits={"ratio": 2})
 
@@ -590,8 +590,8 @@ _RANGES = {"max": "the maximum", "p999": "the 99.9th percentile", "p99": "the 99
 
 
 def _best_range(x: np.ndarray, fmt: str) -> tuple[str, dict[str, float]]:
-    from .metrics import error_metrics
-    from .scaling import quantize_scaled
+    from lowprec.simulations.metrics import error_metrics
+    from lowprec.simulations.scaling import quantize_scaled
 
     ax = np.abs(x.astype(np.float64))
     ranges = {"max": float(ax.max()), "p999": float(np.quantile(ax, 0.999)), "p99": float(np.quantile(ax, 0.99))}
@@ -637,7 +637,7 @@ def cache_layouts() -> Example:
 
 def lab_norm_share() -> Example:
     """Where the recipe lab's sample weight keeps its squared norm: the share in its outlier channels."""
-    from .lab.samples import weight
+    from lowprec.simulations.lab.samples import weight
 
     w = np.asarray(weight(), dtype=np.float64)
     col = np.sqrt(np.mean(w * w, axis=0))
@@ -846,9 +846,9 @@ TORCH_EXAMPLES: dict[str, Callable[[], Example]] = {
 def fp8_tiles() -> Example:
     """One tile's scales under Transformer Engine's and DeepGEMM's rules, the transposed view made
     from the rows' decoded data, and MXINT8 against MXFP8 on three tensors."""
-    from .quant import quantize, transpose_requantization
-    from .quant.conventions import FP8TileScale
-    from .quant.fp8_blockwise import tile_scales
+    from lowprec.simulations.quant import quantize, transpose_requantization
+    from lowprec.simulations.quant.conventions import FP8TileScale
+    from lowprec.simulations.quant.fp8_blockwise import tile_scales
 
     def one(amax: float, rule: FP8TileScale, fmt: str) -> float:
         return float(tile_scales(np.array([amax], dtype=np.float32), rule, fmt)[0][0])
@@ -869,7 +869,7 @@ def fp8_tiles() -> Example:
         return "none" if share == 0 else "about 1 %" if share < 0.05 else "about 30 %" if share < 0.6 else "almost all"
 
     change_bucket = bucket(changes)
-    from .blocks import sample_tensor
+    from lowprec.simulations.blocks import sample_tensor
 
     wide = sample_tensor("lognormal", (256, 256), 0)  # ±exp(N(0, 2²)): magnitudes over many binades
     wide_pow2 = transpose_requantization(wide, "fp8_1x128_pow2")
@@ -943,7 +943,7 @@ PLACEMENT_ITEMS: tuple[tuple[str, str, dict[str, Any]], ...] = (
 
 
 def te_placement_questions() -> Example:
-    from .te_placement import OUTSIDE, run_placement, with_placement
+    from lowprec.simulations.te_placement import OUTSIDE, run_placement, with_placement
 
     inner_default = run_placement(with_placement("inner", use_reentrant=True, gate="live"))
     per_step = max(inner_default.updates_per_step)
@@ -992,7 +992,7 @@ FIX_STEPS: dict[str, tuple[str, ...]] = {
 
 
 def defect_hunt() -> Example:
-    from .defect_hunt import CASES, hunt_lab
+    from lowprec.simulations.defect_hunt import CASES, hunt_lab
 
     data = hunt_lab()
     cases = data["cases"]
@@ -1024,8 +1024,8 @@ def quantizer_api() -> Example:
     for one (step, layer), and two workers entering one state."""
     from lowprec.formats import get_format
 
-    from .recompute_concurrency import simulate_concurrent_entry
-    from .recompute_state import (DoubleCommitError, FixedQuantizer, PhaseInfo, QuantizedTensor,
+    from lowprec.simulations.recompute_concurrency import simulate_concurrent_entry
+    from lowprec.simulations.recompute_state import (DoubleCommitError, FixedQuantizer, PhaseInfo, QuantizedTensor,
                                   SnapshotIdentityError, begin_logical_quantization, commit_quant_observation,
                                   observe_for_future_state)
 
@@ -1067,7 +1067,7 @@ def quantizer_api() -> Example:
 
 
 def telemetry_effective() -> Example:
-    from .recompute import run_recompute
+    from lowprec.simulations.recompute import run_recompute
 
     r = run_recompute("consume-after-advance", overflow="nonfinite")
     fixed = run_recompute("fixed", overflow="nonfinite")
@@ -1094,7 +1094,7 @@ EXAMPLES["quantizer_api"] = quantizer_api
 def hadamard_spread() -> Example:
     """A block of 16 that is zero but for one value 8, through Transformer Engine's random Hadamard
     transform (x · diag(d) · S_16 / 4): the largest magnitude after it, and NVFP4's block scale."""
-    from .quant.rht import apply_rht, rht_matrix
+    from lowprec.simulations.quant.rht import apply_rht, rht_matrix
 
     x = np.zeros((1, 16), dtype=np.float32)
     x[0, 5] = 8.0
@@ -1137,7 +1137,7 @@ def isolate_casts() -> Example:
 
 
 def shared_scale_binades() -> Example:
-    from .delayed import scale_from_amax
+    from lowprec.simulations.delayed import scale_from_amax
 
     own = scale_from_amax(3.0, E4M3FN.max, 0, 1.0)
     shared = scale_from_amax(max(3.0, 96.0), E4M3FN.max, 0, 1.0)

@@ -14,7 +14,7 @@ import numpy as np
 
 from lowprec import formats
 
-from .example_record import Example, Value
+from lowprec.course.example_record import Example, Value
 
 __all__ = ["EXAMPLES"]
 
@@ -28,8 +28,8 @@ def _ex(name: str, title: str, source: str, values: dict[str, Value], summary: s
 
 
 def _sample_ref(name: str, folder: str) -> object:
-    from .lab.readers import scan
-    from .lab.samples import write_layout_sample
+    from lowprec.simulations.lab.readers import scan
+    from lowprec.simulations.lab.samples import write_layout_sample
 
     path = write_layout_sample(name, folder)
     return next(r for r in scan([path]).tensors if r.layout)
@@ -41,7 +41,7 @@ def ckpt_gptoss_bytes() -> Example:
         ref = _sample_ref("gptoss_mxfp4", folder)
         parts = {p.role: p for p in ref.parts}  # type: ignore[attr-defined]
         shape = ref.shape  # type: ignore[attr-defined]
-        from .lab.runner import analyze
+        from lowprec.simulations.lab.runner import analyze
 
         requant = analyze([ref.path], "mxfp4").tensors[0].result("mxfp4").rms_rel_err  # type: ignore[attr-defined]
     blocks, scales = parts["codes"].nbytes, parts["scales"].nbytes
@@ -59,7 +59,7 @@ def ckpt_gptoss_bytes() -> Example:
 
 def ckpt_modelopt_bytes() -> Example:
     """A ModelOpt NVFP4 weight of 4096 × 11008: the bytes of weight, weight_scale and weight_scale_2."""
-    from .lab.layouts import SAFETENSORS_ITEMSIZE, geometry, stored_shapes
+    from lowprec.simulations.lab.layouts import SAFETENSORS_ITEMSIZE, geometry, stored_shapes
 
     shape = (4096, 11008)
     parts = stored_shapes("modelopt_nvfp4", geometry("modelopt_nvfp4", "nvfp4", shape))
@@ -81,7 +81,7 @@ _NIBBLE_BYTE, _NIBBLE_SCALE = 0x2F, 128
 def ckpt_nibbles() -> Example:
     """One gpt-oss `_blocks` byte 0x2F under scale byte 128: the two elements as transformers decodes them
     (low nibble first, E2M1 values, 2^(scale − 127))."""
-    from .lab.layouts import dequantize_window
+    from lowprec.simulations.lab.layouts import dequantize_window
 
     codes = formats.unpack_fp4(np.array([[_NIBBLE_BYTE]], np.uint8))
     vals = dequantize_window("gptoss_mxfp4", codes, np.full(codes.shape, _NIBBLE_SCALE, np.uint8), None, "U8")
@@ -101,8 +101,8 @@ def ckpt_nibbles() -> Example:
 def ckpt_truncation() -> Example:
     """The DeepSeek (V3, FP32 scales) sample read by a UE8M0 kernel that keeps only each scale's
     exponent: its worst block (the audit), and a per-channel FP32 scale of 0.0015 treated the same way."""
-    from .lab.audit import audit_tensor
-    from .lab.layouts import truncate_to_exponent
+    from lowprec.simulations.lab.audit import audit_tensor
+    from lowprec.simulations.lab.layouts import truncate_to_exponent
 
     with tempfile.TemporaryDirectory() as folder:
         ref = _sample_ref("deepseek_fp8", folder)
@@ -131,10 +131,10 @@ def ckpt_truncation() -> Example:
 def ckpt_requant() -> Example:
     """The DeepSeek sample re-quantized by `fp8_128x128_ue8m0`: its error against the stored values (what
     the lab measures) and against the weight before quantization (what the file no longer holds)."""
-    from .lab.readers import open_rows
-    from .lab.runner import analyze
-    from .lab.samples import weight
-    from .quant import quantize
+    from lowprec.simulations.lab.readers import open_rows
+    from lowprec.simulations.lab.runner import analyze
+    from lowprec.simulations.lab.samples import weight
+    from lowprec.simulations.quant import quantize
 
     with tempfile.TemporaryDirectory() as folder:
         ref = _sample_ref("deepseek_fp8", folder)

@@ -19,8 +19,8 @@ import numpy as np
 from lowprec import formats
 from lowprec.formats import E2M1, E4M3FN
 
-from .block_comparison import ConventionComparison, compare_conventions
-from .example_record import Example, Value, as_number, format_number
+from lowprec.simulations.block_comparison import ConventionComparison, compare_conventions
+from lowprec.course.example_record import Example, Value, as_number, format_number
 
 __all__ = ["EXAMPLES", "WORKED_BLOCK", "worked_block_comparison", "worked_tensor"]
 

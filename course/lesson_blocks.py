@@ -2,7 +2,7 @@
 
 Pure Python, no Panel import: this module owns the source syntax of the three blocks, their records,
 how an answer is computed (always by the model, never typed in) and how a response is checked.
-`lowprec.app.lessons` finds the blocks in a lesson body; the app turns the records into controls.
+`lowprec.course.lessons` finds the blocks in a lesson body; the app turns the records into controls.
 
 Syntax (the full reference is `content/README.md`). A block opens with `::: KIND ID` on a line of
 its own and closes with a line `:::`; `ID` is a slug (`[a-z0-9][a-z0-9-]*`), unique in its lesson::
@@ -49,7 +49,7 @@ Answer kinds (`kind:`):
   holding each item's category, in the items' order. A response names one category per item, joined
   by ` | `.
 
-`answer: example:NAME.FIELD` names a field of a worked example in `lowprec.simulations.examples`,
+`answer: example:NAME.FIELD` names a field of a worked example in `lowprec.course.examples`,
 whose value the model computes; tests check every answer against an independent oracle.
 """
 

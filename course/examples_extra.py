@@ -1,6 +1,6 @@
 """Lesson-specific worked examples: every number the curriculum quotes that the core registry lacks.
 
-Each entry of `EXAMPLES` builds a `simulations.example_record.Example` whose values are computed here from
+Each entry of `EXAMPLES` builds a `course.example_record.Example` whose values are computed here from
 `formats` (never typed in): storage per element from format bit widths, casts through
 `formats.quantize`, grid neighbours through directed rounding. Conventions: a decode scale `s`
 multiplies codes back to real values (`x ≈ s · q`, `s = amax / F` with `F` the format's largest finite
@@ -22,8 +22,8 @@ from lowprec.formats import (
     BF16, E2M1, E4M3FN, E4M3FNUZ, E5M2, E5M2FNUZ, E8M0, FP16, FP32, CastPolicy, Overflow, Rounding, Subnormals,
 )
 
-from .example_record import Example
-from .scales import decode_scale, encode_scale
+from lowprec.course.example_record import Example
+from lowprec.simulations.scales import decode_scale, encode_scale
 
 __all__ = ["EXAMPLES"]
 

@@ -1,6 +1,6 @@
 """Where the lessons are: the lesson folder, its files and their slugs (the standard library only).
 
-`lowprec.app.lessons` parses these files; `lowprec lessons` lists a course from its cache without
+`lowprec.course.lessons` parses these files; `lowprec lessons` lists a course from its cache without
 parsing (so without importing the widgets' records and what they import) when nothing changed,
 and both find the files here, one way:
 
