@@ -76,6 +76,8 @@ def test_format_text() -> None:
     assert e.format("c") == "[0.5, 0.25, 0]"
     assert e.format("e") == "8.25 bits"
     assert e.format("f") == "NaN" and e.to_dict()["values"]["f"] == "nan"  # prose NaN, JSON "nan"
+    infinities = Example("i", "I", "s", {"p": float("inf"), "m": float("-inf")}, {"p": "", "m": ""}, "p")
+    assert (infinities.format("p"), infinities.format("m")) == ("Inf", "-Inf")  # the docstring's spelling
     assert e.format("g") == "yes"
     with pytest.raises(ValueError, match="summary"):
         Example("t", "T", "s", {"a": 1}, {"a": ""}, "b")

@@ -193,6 +193,35 @@ def test_widget_table_matches_the_shared_contract() -> None:
     }
 
 
+def test_the_app_draws_exactly_the_widgets_a_lesson_may_place() -> None:
+    """The widget registry's two halves (issue 27.7): the course's `WIDGET_RECORDS` (what a directive
+    may place, with its record; the parser needs no app import) and the app's `WIDGETS` (how each
+    is drawn), keyed by the same names; the app's record of a widget is the course's."""
+    from lowprec.app.widgets import WIDGETS
+    from lowprec.config import fields_of
+    from lowprec.course.placeable import WIDGET_RECORDS, widget_record
+
+    assert list(WIDGETS) == list(WIDGET_RECORDS) == list(WIDGET_PARAMS)
+    for name, entry in WIDGETS.items():
+        assert entry.config == WIDGET_RECORDS[name] and entry.config_class() is widget_record(name)
+        assert WIDGET_PARAMS[name] == {k.name: k.default for k in fields_of(widget_record(name))}
+    with pytest.raises(ValueError, match="unknown widget 'Nope'; known widgets: BinExplorer, "):
+        widget_record("Nope")
+
+
+def test_the_app_refuses_to_import_when_the_halves_disagree() -> None:
+    import subprocess
+    import sys
+
+    code = ("from lowprec.course import placeable\n"
+            "placeable.WIDGET_RECORDS['Extra'] = 'lowprec.simulations.spike:SpikeConfig'\n"
+            "import lowprec.app.widgets\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.returncode != 0
+    assert "ImportError: lowprec.app.widgets draws BinExplorer" in run.stderr
+    assert "lists BinExplorer, " in run.stderr and "WhoseAmax, Extra" in run.stderr
+
+
 def test_byte_order_mark_and_crlf_are_accepted() -> None:
     lesson = parse_lesson("\ufeff" + FRONT.replace("\n", "\r\n") + "Body\r\n")
     assert lesson.title == "A title" and lesson.text == "Body\n"

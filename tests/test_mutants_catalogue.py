@@ -20,7 +20,7 @@ def test_catalogue_size_and_unique_names() -> None:
     assert len(MUTANTS) >= 40
     assert len({m.name for m in MUTANTS}) == len(MUTANTS)
     # the packages, the leaf modules of lowprec/ (config, strictjson, extras) and the ./dev script
-    assert all(m.path.startswith(("formats/", "simulations/", "gpu/", "app/", "lowprec/")) or m.path == "dev"
+    assert all(m.path.startswith(("formats/", "simulations/", "course/", "gpu/", "app/", "lowprec/")) or m.path == "dev"
                for m in MUTANTS)
 
 
