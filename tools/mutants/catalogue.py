@@ -727,7 +727,7 @@ _CATALOGUE: tuple[Mutant, ...] = (
     # errors, lessons' cache and folders, ./dev, attention's bounds and variance, grouping's checks, the
     # array-type gates, install hints, summaries
     Mutant("cli-strictjson-numpy-float-raw", "lowprec/strictjson.py",
-           "            return _float(float(obj))",
+           "            return json_float(obj)",
            "            return float(obj)",
            "numpy float32/float16 scalars bypass the non-finite spelling (NaN written as a token or refused)",
            ("tests/test_strictjson.py",)),
@@ -827,8 +827,8 @@ _CATALOGUE: tuple[Mutant, ...] = (
            "scale_choice_study's n unchecked: n='E4M3FN' raises an internal TypeError",
            ("tests/test_grouping.py",), "bad_arguments"),
     Mutant("cli-grouping-summary-wrong-number", "simulations/grouping.py",
-           '        ordinary = (f"; its other elements {_fmt(tensor.ordinary_rms_rel_error)}" if tensor is not None else "")',
-           '        ordinary = (f"; its other elements {_fmt(tensor.report.rms_rel_error)}" if tensor is not None else "")',
+           '        ordinary = (f"; its other elements {general(tensor.ordinary_rms_rel_error, 4)}" if tensor is not None else "")',
+           '        ordinary = (f"; its other elements {general(tensor.report.rms_rel_error, 4)}" if tensor is not None else "")',
            "the summary quotes the whole tensor's error as its other elements'", ("tests/test_grouping.py",), "summary"),
     Mutant("cli-spike-summary-fraction", "simulations/spike.py",
            'return f"{100.0 * float(fraction):.2f} %"',
