@@ -9,9 +9,9 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from lowprec.course.challenge import grouped_bits, number_text
+from lowprec.course.challenge import grouped_bits, shown_text
 from lowprec.course.lesson_blocks import Answer
-from lowprec.formats import code_table, get_format, power_of_two_text
+from lowprec.formats import code_table, get_format
 from lowprec.formats.explain import bit_fields
 
 __all__ = ["DECODE_WINDOW", "FULL_TABLE_BITS", "answer_text", "decode_table", "how_text", "unreadable_text"]
@@ -45,9 +45,7 @@ def _decode_table(fmt: str, answer_code: int) -> tuple[tuple[str, dict[str, Any]
     out: dict[str, dict[str, Any]] = {}
     for code in codes:
         value = float(table.value[code])
-        exact, text = power_of_two_text(value), number_text(value)
-        out[str(code)] = {"value": value, "text": text if exact in (text, "NaN", "+Inf", "-Inf")
-                          else f"{text} = {exact}"}
+        out[str(code)] = {"value": value, "text": shown_text(value)}
     return tuple(out.items())
 
 
