@@ -38,5 +38,12 @@ def packages(names: tuple[str, ...]) -> list[str]:
     return out
 
 
-LAYERS = layers()
-setup(packages=packages(LAYERS), package_dir={"lowprec": "lowprec", **{f"lowprec.{n}": n for n in LAYERS}})
+def package_dir(names: tuple[str, ...]) -> dict[str, str]:
+    """Each package's folder: `lowprec/`, and each layer's top-level folder (setuptools finds a
+    subpackage in its layer's folder: `lowprec.simulations.quant` in simulations/quant/)."""
+    return {"lowprec": "lowprec", **{f"lowprec.{name}": name for name in names}}
+
+
+if __name__ == "__main__":  # setuptools runs this file as __main__; tests import its functions
+    LAYERS = layers()
+    setup(packages=packages(LAYERS), package_dir=package_dir(LAYERS))

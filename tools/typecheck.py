@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     except CompileError as exc:
         messages, blockers = exc.messages, True
     for line in messages:
-        print(formatter.colorize(line) if options.color_output and formatter.show_colors else line)
+        print(line)
     n_errors, n_notes, n_files = count_stats(messages)
     if n_errors:
         print(formatter.format_error(n_errors, n_files, len(sources), blockers=blockers,
