@@ -128,7 +128,8 @@ def test_setup_lists_every_package(tree: Path) -> None:
     folders = {"lowprec"} | {
         ".".join(("lowprec", *p.relative_to(tree).parts))
         for name in layers for p in [tree / name, *(tree / name).rglob("*")]
-        if p.is_dir() and "__pycache__" not in p.parts}
+        if p.is_dir() and all(part.isidentifier() for part in p.relative_to(tree).parts)
+        and "__pycache__" not in p.parts}
     assert sorted(setup["packages"](layers)) == sorted(folders)
     assert {"lowprec.simulations.quant", "lowprec.content.lessons", "lowprec.app.static"} <= folders
     assert setup["package_dir"](layers) == {"lowprec": "lowprec", **{f"lowprec.{n}": n for n in layers}}
