@@ -16,6 +16,8 @@ What it does, in order:
    (`lowprec.simulations.examples_course`, `simulations.examples`, `app.lessons` …), the
    `from lowprec.PKG import MODULE` form, and file paths (`simulations/examples_transfer.py`,
    the mutant catalogue's) are rewritten through the map.
+
+`lowprec.course` is one name in `lowprec.LAYERS` (the package maps each top-level folder; no links).
 """
 
 from __future__ import annotations
@@ -73,11 +75,6 @@ def move_files(dry: bool) -> list[str]:
             _run(["git", "mv", old, new], dry)
         elif (ROOT / old).exists():
             print(f"warning: both {old} and {new} exist; merge them by hand", file=sys.stderr)
-    link = ROOT / "lowprec" / "course"
-    if (ROOT / "lowprec" / "app").is_symlink() and not link.is_symlink() and not link.exists():
-        print("ln -s ../course lowprec/course")  # the checkout's package folder of links (h-pkg may replace it)
-        if not dry:
-            link.symlink_to("../course")
     return [new for new in MOVES.values() if (ROOT / new).exists()]
 
 
