@@ -106,7 +106,7 @@ def test_inline_a_refused_request_keeps_the_view_marked_stale_and_the_next_one_w
     assert w.error == "Invalid input: n must be at least 0, got -5 <b>"
     assert w._alert.visible and "\\<b\\>" in str(w._alert.object)  # escaped: text, not markup
     assert w.stale and w.stale_marks[-1] is True and w.shown == 9 and w.painted == [9]
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="must be at most 100"):
         w.n = 200  # out of the knob's bounds: the parameter itself refuses it, nothing runs
     w.n = 5  # the session still works: the view, the message and the mark follow
     assert w.shown == 25 and w.error == "" and not w._alert.visible and not w.stale and w.stale_marks[-1] is False
@@ -206,7 +206,7 @@ def test_served_an_unexpected_error_is_shown_and_raised_and_the_session_keeps_wo
     doc = _fake_document()
     monkeypatch.setattr(work, "served_document", lambda: doc)
     w.n = 99
-    with pytest.raises(KeyError):
+    with pytest.raises(KeyError, match="a bug"):
         doc.drain(until=lambda: not w.busy)
     assert w.error == "Invalid input: internal error (KeyError); see the server log" and w.stale and w.shown == 4
     w.n = 6
