@@ -66,13 +66,16 @@ class RecordWidget(pn.viewable.Viewer):
     error_prefix: str = "Invalid input"
     #: whether a served update runs off the event loop (on a pool thread, superseded by newer ones)
     off_loop: bool = False
+    #: the alert's Panel sizing mode (None: Panel's default)
+    alert_sizing_mode: str | None = "stretch_width"
 
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)
         self.error = ""
         self.stale = False
         self.last_update_s = 0.0
-        self._alert = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
+        sizing = {} if self.alert_sizing_mode is None else {"sizing_mode": self.alert_sizing_mode}
+        self._alert = pn.pane.Alert("", alert_type="danger", visible=False, **sizing)
         self._busy = work.busy_indicator()
         self._generation = 0  # bumped by every update; a run whose number is older is superseded
         self._slot = work.claim_slot(self) if self.off_loop else None  # where a worker process sees it

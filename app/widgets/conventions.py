@@ -41,6 +41,10 @@ from lowprec.simulations.examples_blocks import worked_block_comparison
 class Conventions(RecordWidget):
     """What ml_dtypes, torch, Triton (NVIDIA) and the OCP reading do at a format's edges."""
 
+    #: the alert keeps Panel's default sizing: a stretched one (even hidden) changes how the page
+    #: lays out the wide tables below it (their columns lose the widths `app.plots.conventions` gives)
+    alert_sizing_mode = None
+
     def _build(self) -> None:
         self.source_data = self._work(self._request(), None)
         self.sources = {k: ColumnDataSource(data=v) for k, v in self.source_data.items()}
