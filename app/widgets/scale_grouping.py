@@ -75,7 +75,7 @@ class ScaleGrouping(SimulationWidget):
             return  # the buttons follow a new result; that update pushes the data
         if self.result is not None and isinstance(self.result.study, OutlierStudy):
             data = self._source_data(self.result)
-            self._accept(self.result, data, binary_columns(data))
+            self.show_result(self.result, data, binary_columns(data))
 
     # -- columns ----------------------------------------------------------------------------------
     def _cells(self, study: OutlierStudy, entry: OutlierEntry) -> dict[str, list[Any]]:
