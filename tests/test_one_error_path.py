@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-TOOLS = ["lowprec.app.bench", "lowprec.gpu.bench", "lowprec.benchmarks.budgets", "lowprec.simulations.spike"]
+TOOLS = ["lowprec.app.bench", "lowprec.gpu.bench", "lowprec.benchmarks.budgets", "lowprec.simulations.studies.spike"]
 
 
 def test_every_parser_class_is_the_one() -> None:

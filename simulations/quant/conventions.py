@@ -34,7 +34,7 @@ the three that implement MX and NVFP4):
   `mx/elemwise_ops.py` `_quantize_elemwise_core`, `mx/formats.py`; its default rounding 'nearest'):
   MXINT8 only.
 
-Where they differ (`simulations.block_comparison.block_conventions_table` computes each cell from
+Where they differ (`simulations.blocks.comparison.block_conventions_table` computes each cell from
 the models):
 
 | | ocp | torchao | transformer_engine |

@@ -1,6 +1,6 @@
 """Recompute divergence: a stateful delayed-scaling quantizer inside activation-checkpointed layers.
 
-The public face of the simulation: its `SIMULATION` declaration (`simulations._cli.Simulation`, like
+The public face of the simulation: its `SIMULATION` declaration (`simulations.framework.cli.Simulation`, like
 every other simulation) and its `python -m lowprec.simulations.recompute` entry point. From
 `SIMULATION` come both command lines (`python -m` here, `lowprec simulate recompute` through the
 app's registry of simulations), the RecomputeDivergence widget's controls and URL state and the
@@ -8,7 +8,7 @@ lesson directive's parameters — all the knobs of `RecomputeConfig`. The work l
 re-exported here:
 
 - `recompute_state` (torch-free): the delayed-scaling state (the one delayed-scaling model,
-  `simulations.delayed.DelayedScaling`, over entries that name their layer), the separated API
+  `simulations.scaling.delayed.DelayedScaling`, over entries that name their layer), the separated API
   (begin, quantize with a snapshot, observe, commit once) and one quantizer class per design
   (`QUANTIZERS`, `VARIANTS`: fixed, consume-after-advance, recompute-mutates, shared-state,
   shared-state-snapshot, stale-centre, bf16-control, gate-asymmetry, gate-asymmetry-repaired);
@@ -34,38 +34,19 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from lowprec import strictjson
 
-from ._cli import OptionAlias, ProgressFn, Simulation, run_module
-from ._io import ArgumentParser, write_text
-from .recompute_concurrency import ConcurrencyResult, simulate_concurrent_entry
-from .recompute_config import OVERFLOW_MODES, RecomputeConfig
-from .recompute_state import (
-    AMAX_ALGOS,
-    DETERMINISTIC_ROUNDINGS,
-    QUANTIZERS,
-    VARIANTS,
-    ConcurrentStateError,
-    ConsumerScaling,
-    DelayedScaleState,
-    DoubleCommitError,
-    HistoryEntry,
-    PhaseInfo,
-    QuantizedTensor,
-    QuantObservation,
-    QuantSnapshot,
-    SnapshotIdentityError,
-    VariantQuantizer,
-    begin_logical_quantization,
-    commit_quant_observation,
-    dequantize_paired,
-    make_quantizer,
-    observe_for_future_state,
-    quantize_with_snapshot,
-    resolve_format,
-)
-from .recompute_telemetry import LAYER_ARRAYS, RecomputeResult
+from ..framework.cli import OptionAlias, ProgressFn, Simulation, run_module
+from ..framework.io import ArgumentParser, write_text
+from .concurrency import ConcurrencyResult, simulate_concurrent_entry
+from .config import OVERFLOW_MODES, RecomputeConfig
+from .state import (AMAX_ALGOS, DETERMINISTIC_ROUNDINGS, QUANTIZERS, VARIANTS, ConcurrentStateError,
+                    ConsumerScaling, DelayedScaleState, DoubleCommitError, HistoryEntry, PhaseInfo,
+                    QuantizedTensor, QuantObservation, QuantSnapshot, SnapshotIdentityError, VariantQuantizer,
+                    begin_logical_quantization, commit_quant_observation, dequantize_paired, make_quantizer,
+                    observe_for_future_state, quantize_with_snapshot, resolve_format)
+from .telemetry import LAYER_ARRAYS, RecomputeResult
 
 if TYPE_CHECKING:
-    from .recompute_harness import Problem, make_problem, run_config, run_recompute, warm_up
+    from .harness import Problem, make_problem, run_config, run_recompute, warm_up
 
 __all__ = [
     "AMAX_ALGOS", "DESCRIPTION", "DETERMINISTIC_ROUNDINGS", "PROG", "LAYER_ARRAYS", "OVERFLOW_MODES", "QUANTIZERS", "VARIANTS",

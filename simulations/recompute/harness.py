@@ -26,17 +26,10 @@ from torch.utils.checkpoint import CheckpointError, checkpoint, set_checkpoint_e
 from lowprec.config import from_mapping, iter_values
 from lowprec.formats import CastPolicy, FloatFormat, Overflow, Rounding
 
-from .recompute_config import RecomputeConfig
-from .recompute_state import (
-    ConcurrentStateError,
-    DoubleCommitError,
-    PhaseInfo,
-    SnapshotIdentityError,
-    VariantQuantizer,
-    make_quantizer,
-    resolve_format,
-)
-from .recompute_telemetry import RecomputeResult, activation_diffs, tensor_hash
+from .config import RecomputeConfig
+from .state import (ConcurrentStateError, DoubleCommitError, PhaseInfo, SnapshotIdentityError, VariantQuantizer,
+                    make_quantizer, resolve_format)
+from .telemetry import RecomputeResult, activation_diffs, tensor_hash
 
 __all__ = ["Problem", "make_problem", "run_config", "run_recompute", "warm_up"]
 

@@ -36,7 +36,7 @@ from lowprec import formats, strictjson
 from lowprec.config import (CLI_BUDGET, ConfigError, Knob, add_arguments, check_budget, fields_of, from_mapping,
                             from_namespace, option_name)
 
-from ._io import STDOUT, ArgumentParser, check_output_path, error_exit, write_text
+from .io import STDOUT, ArgumentParser, check_output_path, error_exit, write_text
 
 __all__ = ["OUTPUT_OPTIONS", "OptionAlias", "ProgressFn", "Simulation", "config_or_knobs", "config_values", "run_module"]
 
