@@ -13,5 +13,5 @@ Subpackages by concept, each importing only those below it (DESIGN.md; tests/tes
 `scaling` (scaled casts, granularity, scales, metrics, delayed scaling, tensor streams), `framework`
 (`Simulation` and its command lines, output plumbing, shared knobs), `quant`, `gemm`, `recompute`,
 `blocks`, `lab`, `studies` (single-module studies), `stateful`. The modules at the top are the
-course's worked examples and aliases that keep the README's old names (`simulations.attention` …).
+course's worked examples and aliases that keep the README's old names (`attention`, `delayed` …).
 """

@@ -1059,7 +1059,7 @@ def quantizer_api() -> Example:
     return _ex("quantizer_api", "The separated quantizer API's guards, exercised",
                "lowprec.simulations.recompute.state (FixedQuantizer.consumer_scaling with a snapshot of step 6 "
                "at step 7; commit_quant_observation twice for one (step, layer)); "
-               "recompute_concurrency.simulate_concurrent_entry with one shared state and with one per worker",
+               "recompute.concurrency.simulate_concurrent_entry with one shared state and with one per worker",
                {"stale_outcome": stale_outcome, "double_outcome": double_outcome, "worker_items": items,
                 "worker_classes": classes, "shared_commits": int(sum(shared.commits.values())),
                 "own_commits": int(sum(own.commits.values()))},

@@ -14,7 +14,7 @@ the record's own error, shown next to the controls.
 Served, an update runs on a pool thread of the server (`worker_process = False`), not in a worker
 process: torch, which the server has imported and warmed up once (`app.server`), would cost every
 worker process ~190 MB and its first run several seconds of lazy imports (torch._dynamo).
-Importing this module needs torch (`recompute_harness`): without it the class does not load and a
+Importing this module needs torch (`recompute.harness`): without it the class does not load and a
 page says which extra to install.
 """
 

@@ -4,21 +4,22 @@ The public face of the simulation: its `SIMULATION` declaration (`simulations.fr
 every other simulation) and its `python -m lowprec.simulations.recompute` entry point. From
 `SIMULATION` come both command lines (`python -m` here, `lowprec simulate recompute` through the
 app's registry of simulations), the RecomputeDivergence widget's controls and URL state and the
-lesson directive's parameters — all the knobs of `RecomputeConfig`. The work lives in six modules,
-re-exported here:
+lesson directive's parameters — all the knobs of `RecomputeConfig`. The work lives in six modules of
+this package, re-exported here:
 
-- `recompute_state` (torch-free): the delayed-scaling state (the one delayed-scaling model,
+- `state` (torch-free): the delayed-scaling state (the one delayed-scaling model,
   `simulations.scaling.delayed.DelayedScaling`, over entries that name their layer), the separated API
   (begin, quantize with a snapshot, observe, commit once) and one quantizer class per design
   (`QUANTIZERS`, `VARIANTS`: fixed, consume-after-advance, recompute-mutates, shared-state,
   shared-state-snapshot, stale-centre, bf16-control, gate-asymmetry, gate-asymmetry-repaired);
-- `recompute_config` (torch-free): `RecomputeConfig`, the run's parameters declared once, with
+- `config` (torch-free): `RecomputeConfig`, the run's parameters declared once, with
   bounds, help and `cost()`;
-- `recompute_harness` (torch): the tanh MLP, real `torch.utils.checkpoint`, the training loop
+- `harness` (torch): the tanh MLP, real `torch.utils.checkpoint`, the training loop
   (`run_recompute`, `run_config`);
-- `recompute_telemetry` (torch-free): `RecomputeResult`, its verdict, summary, JSON and CSV;
-- `recompute_concurrency` (torch-free): two workers entering one state (`simulate_concurrent_entry`);
-- `recompute_cli`: the older module of the command line (its names are these).
+- `telemetry` (torch-free): `RecomputeResult`, its verdict, summary, JSON and CSV;
+- `concurrency` (torch-free): two workers entering one state (`simulate_concurrent_entry`);
+- `cli`: the command line's names under the older module (`recompute_cli` before the
+  restructure of issue 27): these same names.
 
 Importing this module does not import torch: the harness's names (`run_recompute`, `run_config`,
 `make_problem`, `Problem`, `warm_up`) load it on first use (a missing torch is then a
@@ -65,7 +66,7 @@ _HARNESS = ("Problem", "make_problem", "run_config", "run_recompute", "warm_up")
 
 def __getattr__(name: str) -> Any:
     if name in _HARNESS:
-        harness = importlib.import_module(".recompute_harness", __package__)
+        harness = importlib.import_module(".harness", __name__)
         for attr in _HARNESS:
             globals().setdefault(attr, getattr(harness, attr))
         return globals()[name]
@@ -111,7 +112,7 @@ main = SIMULATION.main
 
 
 # ------------------------------------------------------------------------------------------------
-# the older command-line interface (formerly recompute_cli's), generated from SIMULATION
+# the older command-line interface (formerly recompute_cli's, now also `recompute.cli`'s), generated from SIMULATION
 # ------------------------------------------------------------------------------------------------
 
 

@@ -2,7 +2,7 @@
 
 Torch-free (numpy, `lowprec.formats` and `simulations.scaling.delayed`): this module owns what a stateful quantizer does when
 a layer body runs — encode, observe, commit — and nothing about networks or autograd
-(`recompute_harness` drives it from inside `torch.utils.checkpoint`).
+(`recompute.harness` drives it from inside `torch.utils.checkpoint`).
 
 Scale convention: Transformer Engine's delayed scaling, as the one model of it computes it
 (`simulations.scaling.delayed.DelayedScaling`, which the spike simulation uses too): `encode_scale =

@@ -2,7 +2,7 @@
 delayed-scaling rule in lowprec, the two scalers built on it, and the metrics of one scaled cast.
 
 `DelayedScaling` is the rule, used by the spike simulation (`DelayedScaler`, here; `simulations.studies.spike`)
-and by the recompute simulation's quantizer state (`recompute_state.DelayedScaleState`, whose history
+and by the recompute simulation's quantizer state (`recompute.state.DelayedScaleState`, whose history
 entries also name the layer and step that recorded them). Semantics follow NVIDIA Transformer
 Engine's `DelayedScaling` recipe:
 

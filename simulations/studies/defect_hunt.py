@@ -1,7 +1,7 @@
 """Find the defect: six hidden designs of the recompute simulation and the controls of a debugging
 write-up, each applied to each design.
 
-The cases A–F are the corrected design and the five defects of `recompute_state` (`CASES`: which
+The cases A–F are the corrected design and the five defects of `recompute.state` (`CASES`: which
 is which is the answer of the lab's exercise; the page shows only the letters). Each case runs
 `recompute.run_recompute` with the simulation's defaults (4 tanh layers of width 64, batch 16, 20
 SGD steps, seed 0, E4M3FN, a `max` history of 16, real non-reentrant `torch.utils.checkpoint`);
