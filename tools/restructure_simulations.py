@@ -95,7 +95,7 @@ MAINS = {
 
 TEXT_SUFFIXES = {".py", ".md", ".toml", ".sh", ".txt", ".cfg", ".ini", ".yml", ".yaml"}
 SKIP_DIRS = {".git", ".venv", "node_modules", "__pycache__", "reports", "screenshots"}
-LAYERS = ("formats", "simulations", "gpu", "benchmarks", "app")
+LAYERS = ("formats", "simulations", "gpu", "benchmarks", "app", "course")  # top-level folders of the package
 
 
 def _path_of(new: str) -> Path:
