@@ -51,8 +51,9 @@ INTERNAL = re.compile(r"not supported between instances|only integers, slices|ha
                       r"invalid literal for int|axis \d+ is out of bounds")
 
 SIMULATION_MODULES = (
-    "attention", "block_comparison", "block_conventions", "block_formats", "blocks", "delayed",
-    "granularity", "grouping", "hadamard", "metrics", "mx", "nvfp4", "scales", "scaling", "spike", "streams",
+    "studies.attention", "blocks.comparison", "block_conventions", "blocks.records", "blocks", "scaling.delayed",
+    "scaling.granularity", "studies.grouping", "studies.hadamard", "scaling.metrics", "mx", "nvfp4", "scaling.scales",
+    "scaling", "studies.spike", "scaling.streams",
     "quant.engine", "quant.recipes", "quant.rht", "quant.fp8_blockwise", "quant.mxint", "quant.transpose",
 )
 #: modules whose functions are not fuzzed directly, and why (their faces are: the CLI fuzz below
