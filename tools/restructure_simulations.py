@@ -85,12 +85,12 @@ NEW_PACKAGES = {
                'The simulations among them keep their `python -m lowprec.simulations.NAME` entry points as\n'
                'alias modules at the old paths."""\n',
 }
-MAINS = {
+MAINS = {  # guarded: walking the package (pkgutil.walk_packages) imports __main__ modules too
     "recompute": '"""`python -m lowprec.simulations.recompute`."""\n\nimport sys\n\n'
-                 'from lowprec.simulations.recompute import main\n\nsys.exit(main())\n',
+                 'from lowprec.simulations.recompute import main\n\nif __name__ == "__main__":\n    sys.exit(main())\n',
     "blocks": '"""`python -m lowprec.simulations.blocks`."""\n\n'
               'from lowprec.simulations.blocks import SIMULATION\nfrom lowprec.simulations.framework.cli import run_module\n\n'
-              'run_module(SIMULATION)\n',
+              'if __name__ == "__main__":\n    run_module(SIMULATION)\n',
 }
 
 TEXT_SUFFIXES = {".py", ".md", ".toml", ".sh", ".txt", ".cfg", ".ini", ".yml", ".yaml"}

@@ -3,4 +3,5 @@
 from lowprec.simulations.blocks import SIMULATION
 from lowprec.simulations.framework.cli import run_module
 
-run_module(SIMULATION)
+if __name__ == "__main__":
+    run_module(SIMULATION)
