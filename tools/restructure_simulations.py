@@ -16,7 +16,8 @@ It holds the old → new module map (MOVES) and, in this order:
    module itself; `python -m` of it runs the simulation); DROPPED old modules are deleted;
 4. removes stale `__pycache__` folders under simulations/.
 
-A file holding the line `# restructure: keep old names` is left as it is (a test of the aliases).
+A file holding the line `# restructure: keep old names` is left as it is (a test of the aliases), a
+line holding `restructure: keep` keeps its names (an old `python -m` name a test expects).
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PKG = "lowprec.simulations"
-KEEP_MARK = "# restructure: keep old names"
+KEEP_MARK = "# restructure: keep old names"  # in a file: the file is left as it is
+KEEP_LINE = "restructure: keep"  # in a line: the line keeps its names
 
 #: old module (under lowprec.simulations) → new module; a new name that is a package's own module
 #: ("recompute", "blocks", "scaling") is that package's __init__.py
@@ -354,9 +356,13 @@ def main() -> int:
         text = p.read_text(encoding="utf-8")
         if KEEP_MARK in text:
             continue
-        new = text
-        for pat, repl in pats:
-            new = pat.sub(repl, new)
+        out = []
+        for line in text.split("\n"):
+            if KEEP_LINE not in line:
+                for pat, repl in pats:
+                    line = pat.sub(repl, line)
+            out.append(line)
+        new = "\n".join(out)
         if new != text:
             p.write_text(new, encoding="utf-8")
             changed.append(p)
