@@ -25,6 +25,8 @@ from lowprec.app import layout, pages, work
 from lowprec.extras import missing_dependency
 
 log = logging.getLogger(__name__)
+#: set when the event loop has stopped: start-up work still in flight starts nothing more
+STOPPING = threading.Event()
 
 
 def check_address(address: str, port: int) -> None:
@@ -108,6 +110,7 @@ def run(server: Any) -> None:
     try:
         loop.start()
     finally:
+        STOPPING.set()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         try:
@@ -301,6 +304,8 @@ def _warm_up_lesson_records(root: str | None = None) -> None:
 
     from lowprec.app.commands import lessons_cmd
 
+    if STOPPING.is_set():
+        return
     try:
         folder = lessons_cmd.cache_dir()
         if folder is None or lessons_cmd.missing_records(Path(root) if root else None) == 0:
