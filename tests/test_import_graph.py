@@ -33,7 +33,7 @@ from pathlib import Path
 import lowprec
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from importgraph import Graph, build  # noqa: E402
+from importgraph import Graph, _modules, build  # noqa: E402
 
 LEAVES = {"lowprec", "lowprec.strictjson", "lowprec.config", "lowprec.extras", "lowprec.commandline",
           "lowprec.numtext"}
@@ -159,8 +159,7 @@ def _sim_part(module: str) -> str | None:
     return parts[2] if f"{SIM}.{parts[2]}" in GRAPH_PACKAGES else ""
 
 
-GRAPH_PACKAGES = {m for m in GRAPH.edges
-                  if (Path(lowprec.__path__[0]) / Path(*m.split(".")[1:]) / "__init__.py").is_file()}
+GRAPH_PACKAGES = {m for m, path in _modules(Path(lowprec.__path__[0])).items() if path.name == "__init__.py"}
 
 
 def simulations_problems(g: Graph) -> list[str]:
@@ -190,7 +189,9 @@ def test_simulations_subpackages_point_down() -> None:
 
 
 def _alias_modules() -> set[str]:
-    root = Path(lowprec.__path__[0]) / "simulations"
+    import lowprec.simulations
+
+    root = Path(lowprec.simulations.__path__[0])
     return {f"{SIM}.{p.stem}" for p in root.glob("*.py")
             if "sys.modules[__name__] = _module" in p.read_text(encoding="utf-8")}
 
