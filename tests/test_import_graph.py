@@ -17,6 +17,13 @@ Third-party: Panel/Bokeh/param only in app, Triton only in gpu, torch only where
 autograd or a torch backend is the point (the recompute simulation, the course examples that run
 torch.utils.checkpoint, the recipe lab's state-dict reader, gpu, benchmarks).
 The same checks run on the installed wheel in tests/test_packaging.py (`check_graph`).
+
+Inside `simulations`, subpackages by concept (issue 27 item 7) point down too (`SIMULATIONS_MAY_IMPORT`):
+`scaling` (scaled casts, granularity, scales, metrics, delayed scaling, tensor streams) at the bottom,
+then the framework (`Simulation`, its command lines, shared knobs) and the recipes (`quant`), then
+the products (`gemm`) and the recompute simulation, then blocks, the lab and the single-module
+studies, then `stateful`. No subpackage imports a module at the top of `simulations/` (the views'
+records and the alias modules kept for old names); nothing of lowprec imports an alias module.
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ from pathlib import Path
 import lowprec
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from importgraph import Graph, build  # noqa: E402
+from importgraph import Graph, _modules, build  # noqa: E402
 
 LEAVES = {"lowprec", "lowprec.strictjson", "lowprec.config", "lowprec.extras", "lowprec.commandline",
           "lowprec.numtext"}
@@ -51,9 +58,21 @@ THIRD_PARTY_ONLY_IN: dict[str, tuple[str, ...]] = {
     # examples_course: the checkpointing primer and the seed-001 lesson run torch.utils.checkpoint
     # lab.torch_reader: a PyTorch state dict is read with torch.load(weights_only=True)
     # examples_transfer: the course's checkpointing probes run torch.utils.checkpoint (issue 31)
-    "torch": ("lowprec.simulations.recompute_harness", "lowprec.course.examples_course",
+    "torch": ("lowprec.simulations.recompute.harness", "lowprec.course.examples_course",
               "lowprec.course.examples_transfer",
               "lowprec.simulations.lab.torch_reader", "lowprec.gpu.", "lowprec.benchmarks."),
+}
+#: simulations' subpackage → the subpackages it may import (besides itself): a DAG, bottom first
+SIMULATIONS_MAY_IMPORT: dict[str, set[str]] = {
+    "scaling": set(),
+    "framework": {"scaling"},
+    "quant": {"scaling"},
+    "gemm": {"framework", "scaling", "quant"},
+    "recompute": {"framework", "scaling"},
+    "blocks": {"framework", "scaling", "quant"},
+    "lab": {"framework", "scaling", "quant", "gemm"},
+    "studies": {"framework", "scaling", "quant", "gemm", "recompute", "blocks"},
+    "stateful": {"framework", "scaling", "quant", "gemm", "recompute", "studies"},
 }
 #: cycles tolerated for now (none: keep it that way)
 KNOWN_CYCLES: list[list[str]] = []
@@ -126,6 +145,74 @@ def test_the_checker_sees_a_violation() -> None:
     assert layering_problems(g) == ["lowprec.formats.codec (formats) imports lowprec.app.cli (app)",
                                     "lowprec.formats.codec imports torch",
                                     "lowprec.gpu.x imports panel"]
+
+
+SIM = "lowprec.simulations"
+
+
+def _sim_part(module: str) -> str | None:
+    """The subpackage of a simulations module; "" for a module at the top of simulations/ (or the
+    package itself); None outside simulations."""
+    parts = module.split(".")
+    if parts[:2] != SIM.split("."):
+        return None
+    if len(parts) == 2:
+        return ""
+    return parts[2] if f"{SIM}.{parts[2]}" in GRAPH_PACKAGES else ""
+
+
+GRAPH_PACKAGES = {m for m, path in _modules(Path(lowprec.__path__[0])).items() if path.name == "__init__.py"}
+
+
+def simulations_problems(g: Graph) -> list[str]:
+    problems = []
+    for mod, targets in sorted(g.edges.items()):
+        src = _sim_part(mod)
+        if not src:
+            continue
+        for t in sorted(targets):
+            dst = _sim_part(t)
+            if dst is None or dst == src or t == SIM:
+                continue
+            if dst == "":
+                problems.append(f"{mod} ({src}) imports {t}, a module at the top of simulations/")
+            elif dst not in SIMULATIONS_MAY_IMPORT.get(src, set()):
+                problems.append(f"{mod} ({src}) imports {t} ({dst})")
+    return problems
+
+
+def test_simulations_subpackages_exist() -> None:
+    subpackages = {m.split(".")[2] for m in GRAPH_PACKAGES if m.startswith(SIM + ".") and m.count(".") == 2}
+    assert subpackages == set(SIMULATIONS_MAY_IMPORT)
+
+
+def test_simulations_subpackages_point_down() -> None:
+    assert simulations_problems(GRAPH) == []
+
+
+def _alias_modules() -> set[str]:
+    import lowprec.simulations
+
+    root = Path(lowprec.simulations.__path__[0])
+    return {f"{SIM}.{p.stem}" for p in root.glob("*.py")
+            if "sys.modules[__name__] = _module" in p.read_text(encoding="utf-8")}
+
+
+def test_nothing_imports_an_alias_module() -> None:
+    aliases = _alias_modules()
+    assert {f"{SIM}.{n}" for n in ("mx", "nvfp4", "block_conventions", "attention", "grouping", "hadamard",
+                                      "spike", "delayed", "te_placement", "defect_hunt")} <= aliases
+    users = sorted(f"{m} imports {t}" for m, ts in GRAPH.edges.items() for t in ts
+                   if t in aliases and m not in aliases)
+    assert users == []
+
+
+def test_the_simulations_checker_sees_a_violation() -> None:
+    g = Graph(edges={f"{SIM}.quant.engine": {f"{SIM}.gemm.core", f"{SIM}.examples"},
+                     f"{SIM}.scaling.metrics": {f"{SIM}.scaling.granularity"}})
+    assert simulations_problems(g) == [
+        f"{SIM}.quant.engine (quant) imports {SIM}.examples, a module at the top of simulations/",
+        f"{SIM}.quant.engine (quant) imports {SIM}.gemm.core (gemm)"]
 
 
 def test_the_floor_leaf_stays_below_the_other_leaves() -> None:

@@ -13,7 +13,7 @@ import importlib
 from typing import Any
 
 from lowprec import strictjson
-from lowprec.simulations._io import check_output_path
+from lowprec.simulations.framework.io import check_output_path
 
 BENCHMARKS: dict[str, str] = {
     "formats": "lowprec.benchmarks.formats",

@@ -15,7 +15,7 @@ supersedes an older run (it stops at its next progress report and its result is 
 inline and has finished when `update()` returns.
 
 `@simulation_widget(SIMULATION)` makes a widget the face of a simulation declared in
-`lowprec.simulations` (`simulations._cli.Simulation`): one parameter per knob of its config record
+`lowprec.simulations` (`simulations.framework.cli.Simulation`): one parameter per knob of its config record
 (`app.params.config_widget`; the URL state and lesson directives use the same names), every one of
 them watched, typed-entry controls where the record asks for them, and `_compute` = the simulation
 run on the widget's config. Such a widget owns only its figures and the columns and words it draws
@@ -38,7 +38,7 @@ from lowprec.app.params import config_widget, control_widgets
 from lowprec.app.sim_faces import widget_caption
 from lowprec.app.widgets._base import RecordWidget
 from lowprec.config import APP_BUDGET, check_budget, fields_of
-from lowprec.simulations._cli import Simulation
+from lowprec.simulations.framework.cli import Simulation
 
 W = TypeVar("W", bound=type)
 

@@ -6,7 +6,7 @@ it), plus the cross-check reports under gpu/reports when present. Changing the f
 columns into the existing sources.
 
 Below it, the block-format section: where the `ocp`, `torchao` and `transformer_engine` block
-conventions differ (`simulations.block_comparison.block_conventions_table`) and the lesson's worked
+conventions differ (`simulations.blocks.comparison.block_conventions_table`) and the lesson's worked
 NVFP4 block (`course.examples_blocks`) element by element under each, with each one's error. It
 does not depend on the format control.
 """
@@ -33,7 +33,7 @@ from lowprec.app.plots.conventions import (
     worked_block_summary,
     worked_block_table_figure,
 )
-from lowprec.simulations.block_comparison import block_conventions_table
+from lowprec.simulations.blocks.comparison import block_conventions_table
 from lowprec.course.examples_blocks import worked_block_comparison
 
 
