@@ -312,7 +312,7 @@ def test_a_served_page_pins_the_resource_path_before_it_builds_anything(monkeypa
         seen.append(pn.state.curdoc.template_variables.get("dist_url"))
         raise Stop
 
-    monkeypatch.setattr(pages, "build_page", build_page)
+    monkeypatch.setattr(pages.session, "build_page", build_page)  # where `served` looks it up
     doc = Document()
     context = SimpleNamespace(request=SimpleNamespace(arguments={}, cookies={}, headers={}), id="probe")
     doc._session_context = lambda: context  # type: ignore[assignment,return-value]
