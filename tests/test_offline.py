@@ -135,12 +135,13 @@ def test_the_offline_browser_aborts_and_records_every_outside_request(_chromium:
 SHORT_LIVED = """
 import sys
 if __name__ == "__main__":
-    from lowprec.app import pages, server
-    real = pages.served
+    from lowprec.app import server
+    from lowprec.app.pages import session  # where `routes()` looks `served` up
+    real = session.served
     def served(route):
         print("built page", repr(route), flush=True)
         return real(route)
-    pages.served = served
+    session.served = served
     print("lowprec: serving", flush=True)
     server.serve(port=int(sys.argv[1]), show=False, unused_session_lifetime_milliseconds=500,
                  check_unused_sessions_milliseconds=250)

@@ -17,7 +17,7 @@ addresses is built with the page. A served widget page and the start page go out
 and the server puts their widget in right after sending the page, while the browser loads its
 scripts (`prebuild`), so the document the browser pulls already holds it; the widget itself is
 usually a spare built before anyone asked (`Spares`: one per such page, replaced after use). An exported lesson
-builds its widgets as the reader reaches them in the browser (`export._defer_widgets`); exported
+builds its widgets as the reader reaches them in the browser (`export.page._defer_widgets`); exported
 widget pages and the start page hold theirs from the start.
 
 Routes: `ROUTE_HOME` (""), `glossary` (when `content/glossary.md` exists), `lesson/<slug>`,
