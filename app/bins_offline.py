@@ -23,6 +23,7 @@ import json
 from typing import Any
 
 from lowprec import strictjson
+from lowprec.strictjson import json_float
 from lowprec.app.plots.bins import (BIN_SHADES, FIELD_COLORS, POINT_FILL, POINT_FILL_SELECTED, bit_toggle_labels,
                                     toggle_css)
 from lowprec.formats import code_table, get_format
@@ -61,10 +62,6 @@ def policy_key(policy: CastPolicy) -> str:
     return hashlib.sha1(text.encode("utf-8")).hexdigest()[:12]
 
 
-def _num(v: float) -> Any:
-    return strictjson.to_jsonable(float(v))
-
-
 def format_tables(name: str, decode_scale: float = 1.0) -> dict[str, Any]:
     """Everything about format `name` that does not depend on the policy."""
     f = get_format(name)
@@ -74,16 +71,16 @@ def format_tables(name: str, decode_scale: float = 1.0) -> dict[str, Any]:
     for c in range(f.n_codes):
         v = code_value(f, c)
         codes.append({
-            "hex": f"0x{c:0{(f.bits + 3) // 4}X}", "bits": format(c, f"0{f.bits}b"), "value": _num(v),
+            "hex": f"0x{c:0{(f.bits + 3) // 4}X}", "bits": format(c, f"0{f.bits}b"), "value": json_float(v),
             "exact": power_of_two_text(v), "cls": str(table.cls[c]), "formula": formula_text(f, c),
-            "gap": _num(float(table.gap_next[c])),
+            "gap": json_float(float(table.gap_next[c])),
         })
     rows = [{"code": int(r["code"]), "cls": r["class"]} for r in table.rows()]
     return {
         "name": f.name, "bits": f.bits, "fields": list(bit_fields(f)), "codes": codes,
         "rows": [r["code"] for r in rows],
-        "grid": {"values": [_num(v) for v in grid.values], "codes": [int(c) for c in grid.codes]},
-        "gaps": {k: [_num(v) for v in vals] for k, vals in _gaps(f, decode_scale).items()},
+        "grid": {"values": [json_float(v) for v in grid.values], "codes": [int(c) for c in grid.codes]},
+        "gaps": {k: [json_float(v) for v in vals] for k, vals in _gaps(f, decode_scale).items()},
     }
 
 
@@ -96,12 +93,12 @@ def policy_tables(name: str, policy: CastPolicy) -> dict[str, Any]:
     code_bins: list[Any] = []
     for c in range(f.n_codes):
         b = _scaled_bin(f, c, policy, 1.0)
-        code_bins.append(None if b is None else [_num(b.lo), _num(b.hi), bool(b.lo_closed), bool(b.hi_closed)])
+        code_bins.append(None if b is None else [json_float(b.lo), json_float(b.hi), bool(b.lo_closed), bool(b.hi_closed)])
     return {
         "name": policy.name, "rounding": policy.rounding.value, "overflow": policy.overflow.value,
-        "starts": [_num(v) for v in part.starts], "codes": [int(c) for c in part.codes],
+        "starts": [json_float(v) for v in part.starts], "codes": [int(c) for c in part.codes],
         "nan": list(nan_codes(f, policy)),
-        "bins": {"lo": [_num(v) for v in bins["lo"]], "hi": [_num(v) for v in bins["hi"]],
+        "bins": {"lo": [json_float(v) for v in bins["lo"]], "hi": [json_float(v) for v in bins["hi"]],
                  "lo_closed": [bool(b) for b in bins["lo_closed"]],
                  "hi_closed": [bool(b) for b in bins["hi_closed"]]},
         "code_bins": code_bins,
@@ -162,7 +159,7 @@ class BinTables:
         scale = float(cfg.decode_scale)
         gaps = None
         if scale != 1.0:
-            gaps = {fmt: {k: [_num(v) for v in vals] for k, vals in _gaps(get_format(fmt), scale).items()}
+            gaps = {fmt: {k: [json_float(v) for v in vals] for k, vals in _gaps(get_format(fmt), scale).items()}
                     for fmt in OFFLINE_FORMATS}
         sources = {k: src.ref["id"] for k, src in widget.sources.items()}
         number_line = panes["number_line"].object
@@ -182,7 +179,7 @@ class BinTables:
                 "sources": sources,
             },
             "settings": {"format": cfg.format, "value": cfg.value, "convention": cfg.convention,
-                         "rounding": cfg.rounding, "overflow": cfg.overflow, "decode_scale": _num(scale),
+                         "rounding": cfg.rounding, "overflow": cfg.overflow, "decode_scale": json_float(scale),
                          "scale_text": f"{scale:g}", "window": WINDOW, "table_max_bits": TABLE_MAX_BITS},
             "formats": list(OFFLINE_FORMATS), "keys": keys, "ties": ties, "compare": compare_info,
             "gaps": gaps,

@@ -55,8 +55,8 @@ from panel.custom import Child, Children
 from lowprec import strictjson
 from lowprec.app.lesson_blocks import Answer, ExerciseBlock, ExplanationBlock, LabBlock, PredictionBlock
 from lowprec.app.lesson_labs import LABS, lab_data
-from lowprec.formats import code_table, get_format, power_of_two_text
-from lowprec.formats.challenge import grouped_bits, number_text
+from lowprec.formats import code_table, get_format
+from lowprec.formats.challenge import grouped_bits, shown_text
 from lowprec.formats.explain import bit_fields
 
 __all__ = [
@@ -127,9 +127,7 @@ def _decode_table(fmt: str, answer_code: int) -> tuple[tuple[str, dict[str, Any]
     out: dict[str, dict[str, Any]] = {}
     for code in codes:
         value = float(table.value[code])
-        exact, text = power_of_two_text(value), number_text(value)
-        out[str(code)] = {"value": value, "text": text if exact in (text, "NaN", "+Inf", "-Inf")
-                          else f"{text} = {exact}"}
+        out[str(code)] = {"value": value, "text": shown_text(value)}
     return tuple(out.items())
 
 

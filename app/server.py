@@ -25,6 +25,8 @@ from lowprec.app import layout, pages, work
 from lowprec.extras import missing_dependency
 
 log = logging.getLogger(__name__)
+#: set when the event loop has stopped: start-up work still in flight starts nothing more
+STOPPING = threading.Event()
 
 
 def check_address(address: str, port: int) -> None:
@@ -108,6 +110,7 @@ def run(server: Any) -> None:
     try:
         loop.start()
     finally:
+        STOPPING.set()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         try:
@@ -248,6 +251,7 @@ def _warm_up() -> None:
         atexit.register(gc.unfreeze)  # at exit everything is collectable again (no leak reports)
     finally:
         pages.SPARES.release()
+    _warm_up_lesson_records()
 
 
 def worker_modules() -> tuple[str, ...]:
@@ -278,6 +282,64 @@ def _warm_up_lab() -> None:
         run_lab(sample_input(config.sample), config)
     except Exception:  # a bug: the RecipeLab page reports it when it builds
         log.exception("warming up the recipe lab failed")
+
+
+#: how long a `lessons.warming` marker in the record cache keeps other servers from starting the
+#: same computation (a server killed mid-way leaves it behind)
+LESSON_WARM_LOCK_S = 600.0
+
+
+def _warm_up_lesson_records(root: str | None = None) -> None:
+    """Fill `lowprec lessons`' record cache (every lesson's computed answers) in a background process
+    at the lowest CPU priority, when records are missing: afterwards `lowprec lessons --json` reads
+    them (under a second) instead of computing the worked examples (tens of seconds, some train small
+    torch models). `root`: another lesson folder (`lessons --root`). Nothing when the cache is off
+    (`LOWPREC_CACHE_DIR=""`) or already current; one server at a time (a marker file in the cache
+    folder); stopped with the server."""
+    import os
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    from lowprec.app.commands import lessons_cmd
+
+    if STOPPING.is_set():
+        return
+    try:
+        folder = lessons_cmd.cache_dir()
+        if folder is None or lessons_cmd.missing_records(Path(root) if root else None) == 0:
+            return
+        folder.mkdir(parents=True, exist_ok=True)
+        marker = folder / "lessons.warming"
+        try:
+            if time.time() - marker.stat().st_mtime < LESSON_WARM_LOCK_S:
+                return  # another server is computing them
+            marker.unlink()
+        except FileNotFoundError:
+            pass
+        fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        os.close(fd)
+    except (OSError, ValueError):  # an unwritable cache or an unreadable course: nothing to warm
+        return
+    argv = ["lessons", "--json"] + (["--root", root] if root else [])
+    child = ("import os, sys\nif hasattr(os, 'nice'): os.nice(19)\n"
+             f"from lowprec.app.cli import main\nsys.exit(main({argv!r}))")
+    proc = subprocess.Popen([sys.executable, "-c", child], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def stop() -> None:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        try:
+            marker.unlink()
+        except OSError:
+            pass
+
+    atexit.register(stop)
+    proc.wait()
+    stop()
 
 
 def _warm_up_recompute() -> None:

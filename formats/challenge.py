@@ -26,6 +26,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from lowprec import numtext
 from lowprec.config import ConfigError, config_record, fields_of, knob
 
 from .conventions import CONVENTIONS
@@ -36,7 +37,7 @@ from .specs import CORE_FORMATS, get_format
 from .tables import RoundingBin, code_table
 
 __all__ = ["CHALLENGE_FORMATS", "Challenge", "ChallengeConfig", "CodeVerdict", "bin_challenge",
-           "grouped_bits", "interval_text", "number_text"]
+           "grouped_bits", "interval_text", "shown_text"]
 
 #: formats the challenge covers: every format up to 8 bits (its whole code table goes into the page)
 CHALLENGE_FORMATS: tuple[str, ...] = tuple(f.name for f in CORE_FORMATS if f.bits <= 8)
@@ -68,8 +69,8 @@ class CodeVerdict:
     hex: str
     bits: str
     value: float  # the code's value (NaN/±Inf for special codes)
-    exact: str  # power-of-two text of the value ('13/8 × 2^-4', 'NaN')
-    shown: str  # the value as the page shows it: '0.1015625 = 13/8 × 2^-4', '-0', 'NaN'
+    exact: str  # power-of-two text of the value ('13/8 × 2^-4', 'nan')
+    shown: str  # the value as the page shows it (`shown_text`): '0.1015625 = 13/8 × 2^-4', '-0', 'nan'
     verdict: str  # one of VERDICTS
     text: str  # the explanation shown
 
@@ -107,17 +108,6 @@ class Challenge:
                 "verdicts": [v.to_dict() for v in self.verdicts]}
 
 
-def number_text(v: float) -> str:
-    """Shortest exact text of a float64 (repr), with -0, inf, -inf and NaN spelled out."""
-    if math.isnan(v):
-        return "NaN"
-    if math.isinf(v):
-        return "inf" if v > 0 else "-inf"
-    if v == 0:
-        return "-0" if math.copysign(1.0, v) < 0 else "0"
-    return repr(float(v)).removesuffix(".0")
-
-
 def grouped_bits(bits: str, fields: tuple[str, ...]) -> str:
     """The bits with a space between fields: '00011101' of E4M3FN → '0 0011 101'."""
     out = ""
@@ -128,13 +118,15 @@ def grouped_bits(bits: str, fields: tuple[str, ...]) -> str:
 
 def interval_text(b: RoundingBin) -> str:
     """'(0.09765625, 0.10546875)', '[0.5, 0.625]': brackets say which edges belong to the bin."""
-    return (f"{'[' if b.lo_closed else '('}{number_text(b.lo)}, {number_text(b.hi)}"
+    return (f"{'[' if b.lo_closed else '('}{numtext.shortest(b.lo)}, {numtext.shortest(b.hi)}"
             f"{']' if b.hi_closed else ')'}")
 
 
-def _value_text(v: float, exact: str) -> str:
-    text = number_text(v)
-    return text if exact in (text, "NaN", "+Inf", "-Inf") else f"{text} = {exact}"
+def shown_text(v: float) -> str:
+    """A value as the page shows it: its shortest decimal, then its exact power-of-two text when that
+    says more ('0.1015625 = 13/8 × 2^-4', '-0', '448 = 7/4 × 2^8', 'nan')."""
+    text, exact = numtext.shortest(v), power_of_two_text(v)
+    return text if exact == text else f"{text} = {exact}"
 
 
 def _tie_rule(rounding: Rounding) -> str:
@@ -167,19 +159,19 @@ def bin_challenge(config: ChallengeConfig) -> Challenge:
         explanation = f"{x_text} is exactly zero{keeps_sign}: {ans_text}."
     elif ans_bin is not None and math.isfinite(x) and ans_bin.contains(x):
         explanation = (f"{x_text} lies in the rounding bin {interval_text(ans_bin)} of "
-                       f"{_value_text(ans_value, answer.exact)}: {ans_text}.")
+                       f"{shown_text(ans_value)}: {ans_text}.")
     else:
         edge = _overflow_edge(fmt.name, policy, x)
-        beyond = f"beyond the overflow threshold {number_text(edge)}" if edge is not None else "infinite"
+        beyond = f"beyond the overflow threshold {numtext.shortest(edge)}" if edge is not None else "infinite"
         explanation = (f"{x_text} is {beyond}, outside every finite bin; {conv}'s overflow rule "
-                       f"({policy.overflow.value}) gives {_value_text(ans_value, answer.exact)}: {ans_text}.")
+                       f"({policy.overflow.value}) gives {shown_text(ans_value)}: {ans_text}.")
     verdicts = []
     for code in range(fmt.n_codes):
         v = float(table.value[code])
         exact = power_of_two_text(v)
         hex_ = f"0x{code:0{width}X}"
         bits = format(code, f"0{fmt.bits}b")
-        head = f"{hex_} ({grouped_bits(bits, answer.fields)}) is {_value_text(v, exact)}"
+        head = f"{hex_} ({grouped_bits(bits, answer.fields)}) is {shown_text(v)}"
         if code == answer.code:
             verdict, text = "correct", f"Right: {explanation}"
         elif not math.isfinite(v):
@@ -195,7 +187,7 @@ def bin_challenge(config: ChallengeConfig) -> Challenge:
                                            f"{conv}'s cast gives {ans_text}.")
         else:
             verdict, text = _place(fmt.name, code, policy, x, x_text, head, ans_text)
-        verdicts.append(CodeVerdict(code, hex_, bits, v, exact, _value_text(v, exact), verdict, text))
+        verdicts.append(CodeVerdict(code, hex_, bits, v, exact, shown_text(v), verdict, text))
     return Challenge(config, x, answer, task, explanation, answer.fields, tuple(verdicts))
 
 

@@ -50,6 +50,7 @@ from typing import Any
 
 import numpy as np
 
+from lowprec import numtext
 from lowprec.config import config_record, knob
 
 from .codec import decode, default_policy, encode
@@ -120,14 +121,14 @@ _OVERFLOWS = tuple(o.value for o in Overflow)
 
 
 def power_of_two_text(value: float) -> str:
-    """Exact value as a fraction times a power of two: 448 → '7/4 × 2^8', 0.3125 → '5/4 × 2^-2'."""
+    """Exact value as a fraction times a power of two: 448 → '7/4 × 2^8', 0.3125 → '5/4 × 2^-2';
+    '0', '-0', and 'nan', 'inf', '-inf' (`lowprec.numtext`'s words)."""
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise TypeError(f"value must be a real number, got {value!r}")
     value = float(value)
-    if value != value:
-        return "NaN"
-    if value in (math.inf, -math.inf):
-        return "+Inf" if value > 0 else "-Inf"
+    word = numtext.nonfinite_text(value)  # nan, inf, -inf: the strict JSON words
+    if word is not None:
+        return word
     if value == 0:
         return "-0" if math.copysign(1.0, value) < 0 else "0"
     frac = Fraction(abs(value))

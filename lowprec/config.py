@@ -32,6 +32,8 @@ import typing
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping, Sequence, TypeVar
 
+from lowprec import numtext
+
 __all__ = [
     "APP_BUDGET",
     "Budget",
@@ -155,8 +157,9 @@ def _value_text(value: Any) -> str:
     when its repr is long (1.17549e-38), anything else as str()."""
     if isinstance(value, str):
         return value if value else "''"
-    if isinstance(value, float) and not isinstance(value, bool) and len(repr(value)) > 10:
-        return format(value, ".6g")
+    if isinstance(value, float):
+        text = numtext.roundtrip(value)
+        return text if len(text) <= 10 else numtext.general(value, 6)
     return str(value)
 
 

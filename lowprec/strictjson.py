@@ -12,40 +12,51 @@ decide). `None` stays `null` and means "absent / not computed", never NaN. numpy
 tuples, sets (sorted), dataclasses with `to_dict()` and enums (their `.value`) are converted; other
 objects raise `TypeError` naming the type, so nothing is written by `str()` by accident.
 
-This module is a leaf: it imports nothing of lowprec, so every layer (formats included) may use it.
+The words are `lowprec.numtext`'s (the one number-to-text module), so a page, a CSV cell and a JSON
+file spell a non-finite number alike. This module is a leaf: it imports nothing of lowprec but that
+floor module, so every layer (formats included) may use it.
 """
 
 from __future__ import annotations
 
 import enum
 import json
-import math
 import sys
 from pathlib import Path
 from typing import Any
+
+from lowprec.numtext import INF, NAN, NEG_INF, nonfinite_text
 
 __all__ = [
     "NONFINITE_SPELLING",
     "STDOUT",
     "dumps",
     "from_jsonable_float",
+    "json_float",
     "loads",
     "to_jsonable",
     "write",
 ]
 
 #: the spelling of each non-finite float in lowprec's JSON
-NONFINITE_SPELLING: dict[str, str] = {"nan": "nan", "inf": "inf", "-inf": "-inf"}
+NONFINITE_SPELLING: dict[str, str] = {NAN: NAN, INF: INF, NEG_INF: NEG_INF}
 #: the path that means "standard output" for every writer
 STDOUT = "-"
 
 
-def _float(v: float) -> float | str:
-    if math.isnan(v):
-        return "nan"
-    if math.isinf(v):
-        return "inf" if v > 0 else "-inf"
-    return v
+def json_float(v: Any) -> float | str:
+    """A real number (Python or numpy, integers included) as the JSON value of a float: the float
+    itself when finite, else its word ("nan", "inf", "-inf")."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)) and not _is_numpy_real(v):
+        raise TypeError(f"not a real number: {v!r} ({type(v).__name__})")
+    f = float(v)
+    word = nonfinite_text(f)
+    return f if word is None else word
+
+
+def _is_numpy_real(v: Any) -> bool:
+    np = sys.modules.get("numpy")
+    return np is not None and isinstance(v, (np.integer, np.floating)) and not isinstance(v, np.bool_)
 
 
 def to_jsonable(obj: Any) -> Any:
@@ -56,7 +67,7 @@ def to_jsonable(obj: Any) -> Any:
     if isinstance(obj, int):
         return int(obj)
     if isinstance(obj, float):
-        return _float(obj)
+        return json_float(obj)
     if isinstance(obj, enum.Enum):
         return to_jsonable(obj.value)
     if isinstance(obj, dict):
@@ -86,7 +97,7 @@ def to_jsonable(obj: Any) -> Any:
         if isinstance(obj, np.integer):
             return int(obj)
         if isinstance(obj, np.floating):
-            return _float(float(obj))
+            return json_float(obj)
     raise TypeError(f"cannot write a {type(obj).__name__} as JSON")
 
 

@@ -24,10 +24,10 @@ Torch is needed (the runs use `torch.utils.checkpoint`); the results are cached 
 from __future__ import annotations
 
 import functools
-import math
 from typing import Any
 
 import numpy as np
+from lowprec.strictjson import json_float
 
 __all__ = ["CASES", "CONTROLS", "hunt_lab", "hunt_runs"]
 
@@ -59,10 +59,6 @@ def hunt_runs() -> dict[str, dict[str, Any]]:
     return out
 
 
-def _num(x: float) -> float | None:
-    return None if not math.isfinite(x) else float(x)
-
-
 def _case(variant: str, runs: dict[str, dict[str, Any]]) -> dict[str, Any]:
     r = runs[variant]["run"]
     steps, layers = r.recomputed.shape
@@ -81,7 +77,7 @@ def _case(variant: str, runs: dict[str, dict[str, Any]]) -> dict[str, Any]:
             "commits": int(control.state_commits.sum())},
         "matched_points": [
             {"layer": i, "input_differs": int(input_differ[:, i].sum()), "output_differs": int(differ[:, i].sum()),
-             "max_diff": _num(float(np.nanmax(np.where(rec[:, i], r.max_abs_diff[:, i], 0.0))))}
+             "max_diff": json_float(np.nanmax(np.where(rec[:, i], r.max_abs_diff[:, i], 0.0)))}
             for i in range(layers)],
         "transitions": {"per_layer": [int(c) for c in r.commits[0]], "rule": 1,
                         "total": int(r.state_commits.sum()), "expected": int(r.expected_state_commits * steps)},
@@ -98,7 +94,7 @@ def _case(variant: str, runs: dict[str, dict[str, Any]]) -> dict[str, Any]:
                     "unpaired_recompute": int((rec & ~r.paired_recompute).sum()), "calls": steps * layers},
         "telemetry": {"attempted": int(nf.attempted.sum()), "applied": int(nf.applied.sum()),
                       "skipped": int(nf.skipped.sum()),
-                      "grad_norm": [_num(float(g)) for g in nf.grad_norm]},
+                      "grad_norm": [json_float(g) for g in nf.grad_norm]},
     }
 
 

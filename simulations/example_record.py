@@ -3,17 +3,16 @@ prose text of each value — as lessons quote it (`{{ example:NAME.FIELD }}`).
 
 This module holds only the record and its number formatting; the registry of examples is
 `simulations.examples` (core) with `simulations.examples_extra` (lesson-specific), both of which build
-`Example`s. Non-finite values print as NaN / Inf / -Inf in prose and are written to JSON by
-`lowprec.strictjson` ("nan", "inf", "-inf").
+`Example`s. Non-finite values print as nan / inf / -inf (`lowprec.numtext`'s words) in prose, as
+`lowprec.strictjson` writes them to JSON.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from lowprec import strictjson
+from lowprec import numtext, strictjson
 
 __all__ = ["Example", "Value", "as_number", "format_number"]
 
@@ -22,22 +21,22 @@ Value = float | int | str | list[Any] | bool
 
 def format_number(v: float | int, digits: int | None) -> str:
     """Prose text of a number: `digits` decimals (or significant digits when tiny/huge), else the
-    shortest exact form; NaN, Inf, -Inf; booleans as yes/no."""
+    shortest exact form; nan, inf, -inf; booleans as yes/no."""
     if isinstance(v, bool):
         return "yes" if v else "no"
     if isinstance(v, int):
         return str(v)
-    if math.isnan(v):
-        return "NaN"
-    if math.isinf(v):
-        return "Inf" if v > 0 else "-Inf"
+    word = numtext.nonfinite_text(v)
+    if word is not None:
+        return word
     if digits is not None:
-        text = f"{v:.{digits}g}" if abs(v) < 1e-4 or abs(v) >= 1e16 else f"{v:.{digits}f}".rstrip("0").rstrip(".")
+        text = (numtext.general(v, digits) if abs(v) < 1e-4 or abs(v) >= 1e16
+                else numtext.fixed(v, digits).rstrip("0").rstrip("."))
         return "0" if text in ("-0", "") else text
     if v == int(v) and abs(v) < 1e16:
         return str(int(v))
-    text = repr(float(v))
-    return text if len(text) <= 12 else f"{v:.6g}"
+    text = numtext.roundtrip(float(v))
+    return text if len(text) <= 12 else numtext.general(v, 6)
 
 
 def as_number(v: Any) -> float:

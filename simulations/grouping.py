@@ -35,6 +35,7 @@ from .hadamard import HadamardStudy, hadamard_study
 from .hadamard import summary_lines as hadamard_summary_lines
 from .metrics import ErrorReport, element_rel_error, error_metrics
 from .scaling import ScaledTensor, error_report, quantize_scaled
+from lowprec.numtext import general
 
 __all__ = [
     "DEFAULT_GRANULARITIES",
@@ -518,10 +519,6 @@ def simulate_grouping(config: GroupingConfig | None = None, *, progress: Progres
     return GroupingResult(cfg, study)
 
 
-def _fmt(v: float) -> str:
-    return "none" if math.isnan(v) else format(v, ".4g")
-
-
 def summary_lines(result: GroupingResult) -> list[str]:
     """The study in a few lines of text."""
     if not isinstance(result, GroupingResult):
@@ -529,17 +526,17 @@ def summary_lines(result: GroupingResult) -> list[str]:
     s = result.study
     if isinstance(s, OutlierStudy):
         tensor = next((e for e in s.entries if e.n_groups == 1), None)
-        ordinary = (f"; its other elements {_fmt(tensor.ordinary_rms_rel_error)}" if tensor is not None else "")
+        ordinary = (f"; its other elements {general(tensor.ordinary_rms_rel_error, 4)}" if tensor is not None else "")
         lines = [f"{s.fmt} {s.shape[0]}×{s.shape[1]} standard normal, one outlier {s.outlier_value:g} at "
                  f"{s.outlier_index}; rms rel error = ‖x̂ − x‖ / ‖x‖ over the elements named:",
-                 f"  one scale per tensor, without the outlier: {_fmt(s.baseline_rms_rel_error)} (the baseline)",
-                 f"  one scale per tensor, with it: {_fmt(s.per_tensor_rms_rel_error)} over the whole tensor "
+                 f"  one scale per tensor, without the outlier: {general(s.baseline_rms_rel_error, 4)} (the baseline)",
+                 f"  one scale per tensor, with it: {general(s.per_tensor_rms_rel_error, 4)} over the whole tensor "
                  f"(the outlier is most of ‖x‖){ordinary}"]
         for e in s.entries:
-            others = (f"the other groups' median {_fmt(e.other_groups_rms_rel_error)}" if e.n_groups > 1
+            others = (f"the other groups' median {general(e.other_groups_rms_rel_error, 4)}" if e.n_groups > 1
                       else "no other group")
-            lines.append(f"{e.granularity:>12}: whole tensor {_fmt(e.report.rms_rel_error)}, the outlier's group "
-                         f"(its other elements) {_fmt(e.outlier_group_rms_rel_error)}, {others}, "
+            lines.append(f"{e.granularity:>12}: whole tensor {general(e.report.rms_rel_error, 4)}, the outlier's group "
+                         f"(its other elements) {general(e.outlier_group_rms_rel_error, 4)}, {others}, "
                          f"{e.bits_per_element:.4g} bits/element")
         return lines
     if isinstance(s, ScaleChoiceStudy):
@@ -548,12 +545,12 @@ def summary_lines(result: GroupingResult) -> list[str]:
             span = s.usable_range(name)
             usable = "never" if span is None else f"σ from {span[0]:.3g} to {span[1]:.3g}"
             lines.append(f"{name}: fixed encode scale {s.fixed_encode_scale:g} keeps the rms rel error below 0.1 "
-                         f"for {usable}; the amax scale's worst is {_fmt(float(np.max(s.rms_rel_error_amax[name])))}")
+                         f"for {usable}; the amax scale's worst is {general(float(np.max(s.rms_rel_error_amax[name])), 4)}")
         return lines
     if isinstance(s, TransposeStudy):
-        return [f"{s.fmt}, blocks of {s.block}: rms rel error {_fmt(s.rms_rel_error_row)} (row blocks), "
-                f"{_fmt(s.rms_rel_error_col_from_source)} (column blocks from the source), "
-                f"{_fmt(s.rms_rel_error_col_from_rows)} (re-quantized from the row blocks): extra "
+        return [f"{s.fmt}, blocks of {s.block}: rms rel error {general(s.rms_rel_error_row, 4)} (row blocks), "
+                f"{general(s.rms_rel_error_col_from_source, 4)} (column blocks from the source), "
+                f"{general(s.rms_rel_error_col_from_rows, 4)} (re-quantized from the row blocks): extra "
                 f"{s.extra_rms_rel_error:+.3g}; {s.codes_differ_fraction:.1%} of the column codes differ"]
     return hadamard_summary_lines(s)
 

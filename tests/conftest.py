@@ -11,6 +11,7 @@ and fails the test that made one. `server` is the app served by `lowprec serve` 
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any, Iterator
@@ -20,6 +21,11 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+# `lowprec lessons`' record cache off for the suite (tests that check it name their own folder):
+# the suite neither writes the user's ~/.cache nor has every `lowprec serve` it starts compute the
+# course's records in the background (app.server._warm_up_lesson_records)
+os.environ.setdefault("LOWPREC_CACHE_DIR", "")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -75,7 +75,7 @@ def test_format_text() -> None:
     assert e.format("b") == "0.83 GiB"
     assert e.format("c") == "[0.5, 0.25, 0]"
     assert e.format("e") == "8.25 bits"
-    assert e.format("f") == "NaN" and e.to_dict()["values"]["f"] == "nan"  # prose NaN, JSON "nan"
+    assert e.format("f") == "nan" and e.to_dict()["values"]["f"] == "nan"  # one word in prose and JSON
     assert e.format("g") == "yes"
     with pytest.raises(ValueError, match="summary"):
         Example("t", "T", "s", {"a": 1}, {"a": ""}, "b")
@@ -200,7 +200,7 @@ def test_e4m3fn_overflow_conventions() -> None:
     assert math.isnan(md) and math.isnan(v["ml_dtypes"])
     assert v["torch"] == th == 448.0
     assert v["threshold"] == (448 + 480) / 2  # 480 would be the next value if E4M3FN had it
-    assert example("e4m3fn_overflow_conventions").format() == "465 → NaN in ml_dtypes, 448 in torch"
+    assert example("e4m3fn_overflow_conventions").format() == "465 → nan in ml_dtypes, 448 in torch"
 
 
 def test_e8m0_ties() -> None:

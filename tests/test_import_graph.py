@@ -9,8 +9,11 @@ down (DESIGN.md):
                    (`APP_BENCHMARKS`) → app too
     app          → anything; nothing outside app imports app but `APP_BENCHMARKS`
 
-Leaves (import nothing of lowprec): `lowprec` itself, `lowprec.strictjson`, `lowprec.commandline`, `lowprec.config`,
-`lowprec.extras`. Third-party: Panel/Bokeh/param only in app, Triton only in gpu, torch only where
+Leaves (import nothing of lowprec but the floor): `lowprec` itself, `lowprec.strictjson`, `lowprec.commandline`,
+`lowprec.config`,
+`lowprec.extras`, and under them the floor, `lowprec.numtext` (the one number-to-text module), which
+imports nothing of lowprec and which the other leaves may import.
+Third-party: Panel/Bokeh/param only in app, Triton only in gpu, torch only where
 autograd or a torch backend is the point (the recompute simulation, the course examples that run
 torch.utils.checkpoint, the recipe lab's state-dict reader, gpu, benchmarks).
 The same checks run on the installed wheel in tests/test_packaging.py (`check_graph`).
@@ -34,7 +37,10 @@ import lowprec
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from importgraph import Graph, build  # noqa: E402
 
-LEAVES = {"lowprec", "lowprec.strictjson", "lowprec.config", "lowprec.extras", "lowprec.commandline"}
+LEAVES = {"lowprec", "lowprec.strictjson", "lowprec.config", "lowprec.extras", "lowprec.commandline",
+          "lowprec.numtext"}
+#: leaves that the other leaves may import (they themselves import nothing of lowprec)
+FLOOR = {"lowprec.numtext"}
 #: layer → the layers it may import (besides itself and the leaves)
 MAY_IMPORT: dict[str, set[str]] = {
     "formats": set(),
@@ -75,7 +81,7 @@ def layering_problems(g: Graph) -> list[str]:
         for t in sorted(targets):
             dst = layer(t)
             if dst == "leaf" or dst == src:
-                if src == "leaf" and mod != "lowprec" and t != mod:
+                if src == "leaf" and mod != "lowprec" and t != mod and (t not in FLOOR or mod in FLOOR):
                     problems.append(f"leaf {mod} imports {t}")
                 continue
             if dst == "app" and mod in APP_BENCHMARKS:
@@ -145,3 +151,13 @@ def test_only_the_named_benchmarks_may_import_the_app() -> None:
     assert layering_problems(g) == [
         "lowprec.benchmarks.formats (benchmarks) imports lowprec.app.pages (app)",
         "lowprec.benchmarks.app imports panel"]
+
+
+def test_the_floor_leaf_stays_below_the_other_leaves() -> None:
+    """A leaf may import the floor (`lowprec.numtext`), the floor imports no leaf, and a leaf still
+    imports no other leaf."""
+    g = Graph(edges={"lowprec.strictjson": {"lowprec.numtext"}, "lowprec.numtext": {"lowprec.config"},
+                     "lowprec.config": {"lowprec.extras"}, "lowprec.extras": set()},
+              third_party={})
+    assert layering_problems(g) == ["leaf lowprec.config imports lowprec.extras",
+                                    "leaf lowprec.numtext imports lowprec.config"]

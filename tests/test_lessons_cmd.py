@@ -204,3 +204,31 @@ def test_the_key_covers_every_source_and_the_dependencies(monkeypatch: pytest.Mo
     assert lessons_cmd.source_key() != before
     monkeypatch.setattr(lessons_cmd, "DEPENDENCIES", ("numpy", "no_such_module_here"))
     assert lessons_cmd.source_key() != before
+
+
+def test_a_server_fills_the_record_cache_in_the_background(monkeypatch: pytest.MonkeyPatch,
+                                                           tmp_path: Path) -> None:
+    """`lowprec serve`'s start-up computes the records a later `lowprec lessons --json` reads (issue
+    33: the listing ≤ 2 s after a server ran), once per cache, and leaves nothing running."""
+    from lowprec.app import server
+    from lowprec.app.commands import lessons_cmd
+
+    folder = write_lesson_folder(tmp_path / "lessons")
+    monkeypatch.setenv("LOWPREC_CACHE_DIR", "")
+    server._warm_up_lesson_records(str(folder))  # the cache off: nothing to do, no error
+    assert lessons_cmd.missing_records(folder) == 0
+    monkeypatch.setenv("LOWPREC_CACHE_DIR", str(tmp_path / "cache"))
+    assert lessons_cmd.missing_records(folder) == 1
+    marker = tmp_path / "cache" / "lessons" / "lessons.warming"
+    marker.parent.mkdir(parents=True)
+    marker.touch()  # another server is computing them: this one leaves it
+    server._warm_up_lesson_records(str(folder))
+    assert lessons_cmd.missing_records(folder) == 1
+    old = marker.stat().st_mtime - server.LESSON_WARM_LOCK_S - 1
+    os.utime(marker, (old, old))  # a marker left by a killed server is taken over
+    server._warm_up_lesson_records(str(folder))
+    assert lessons_cmd.missing_records(folder) == 0 and not marker.exists()
+    # the record is what `lessons --json` prints, read from the cache
+    cached = lowprec("lessons", "--json", "--root", str(folder), cache=tmp_path / "cache")
+    fresh = lowprec("lessons", "--json", "--root", str(folder))
+    assert cached.returncode == fresh.returncode == 0 and cached.stdout == fresh.stdout

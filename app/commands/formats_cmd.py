@@ -14,7 +14,7 @@ import math
 from typing import Any
 
 from lowprec import formats as F
-from lowprec import strictjson
+from lowprec import numtext, strictjson
 
 
 def format_properties(fmt: F.Format) -> dict[str, Any]:
@@ -88,12 +88,12 @@ def property_lines(d: dict[str, Any]) -> list[str]:
     for key, value in d.items():
         if key == "smallest_subnormal" and not has_subnormals(d):
             out.append(f"{key:<{width}}  — (no subnormals; the smallest positive value is "
-                       f"{_fmt(float(value))})")
+                       f"{numtext.general(float(value), 8)})")
             continue
         if isinstance(value, bool):
             text = "yes" if value else "no"
         elif isinstance(value, float):
-            text = _fmt(value)
+            text = numtext.general(value, 8)
             if math.isfinite(value) and value != int(value):
                 text += f" = {F.power_of_two_text(value)}"
         elif isinstance(value, list):
@@ -112,9 +112,6 @@ def _table(name: str, as_json: bool) -> int:
     print(f"{'code':>6} {'hex':>6}  {'bits':<{table.bits + 2}} {'class':<9} {'value':>14} {'gap_next':>12}")
     for row in table.rows():
         print(f"{row['code']:>6} {row['hex']:>6}  {row['bits']:<{table.bits + 2}} {row['class']:<9} "
-              f"{_fmt(row['value']):>14} {_fmt(row['gap_next']):>12}")
+              f"{numtext.general(row['value'], 8):>14} {numtext.general(row['gap_next'], 8):>12}")
     return 0
 
-
-def _fmt(v: float) -> str:
-    return f"{v:.8g}" if math.isfinite(v) else F.power_of_two_text(v)

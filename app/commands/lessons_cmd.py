@@ -280,6 +280,18 @@ def course_records(root: Path | None, answers: bool, use_cache: bool = True) -> 
     return out
 
 
+def missing_records(root: Path | None = None) -> int:
+    """How many lessons of `root` (default: the installed course) have no record with answers in
+    the cache under their current key; 0 when the cache is turned off. Hashes the sources and
+    reads the cache files, computes nothing (a few tens of milliseconds)."""
+    folder = Path(root) if root is not None else DEFAULT_ROOT
+    paths = lesson_paths(folder, installed=root is None)
+    cache = RecordCache(cache_dir(), folder, course_key(paths))
+    if cache.folder is None:
+        return 0
+    return sum(cache.get(path, cache.key(path, path.read_bytes()), True) is None for path in paths)
+
+
 def _distinct(records: list[dict[str, Any]]) -> bool:
     orders = [r.get("order") for r in records]
     slugs = [r.get("slug") for r in records]

@@ -14,6 +14,7 @@ from bokeh.models.widgets.markups import Div
 from bokeh.models.widgets.tables import DataTable, NumberFormatter, ScientificFormatter, TableColumn
 from bokeh.plotting import figure
 
+from lowprec import numtext
 from lowprec.simulations.lab.audit import TensorAudit
 from lowprec.simulations.lab.runner import LabReport
 
@@ -31,13 +32,6 @@ AFFECTED_COLUMNS: tuple[tuple[str, str, str | None], ...] = (
 )
 
 
-def _g(v: Any, digits: int = 4) -> str:
-    if v is None:
-        return "–"
-    f = float(v)
-    return str(f) if not math.isfinite(f) else f"{f:.{digits}g}"
-
-
 def audit_facts(audit: TensorAudit) -> dict[str, list[str]]:
     """The audit's facts as rows of (what, value) text."""
     rows: list[tuple[str, str]] = [
@@ -47,9 +41,10 @@ def audit_facts(audit: TensorAudit) -> dict[str, list[str]]:
         ("block scales", f"{audit.scale_storage}, {audit.blocks} block(s) of {audit.tile[0]}×{audit.tile[1]}"),
     ]
     if audit.second_level is not None:
-        rows.append(("second-level scale (FP32)", _g(audit.second_level, 6)))
+        rows.append(("second-level scale (FP32)", numtext.general(audit.second_level, 6)))
     rows += [
-        ("scale range", f"{_g(audit.scale_min)} … {_g(audit.scale_max)}"),
+        ("scale range", f"{numtext.general(audit.scale_min, 4, none=numtext.ABSENT)} … "
+                        f"{numtext.general(audit.scale_max, 4, none=numtext.ABSENT)}"),
         ("zero scales / all-zero blocks / non-finite scales",
          f"{audit.zero_scale_blocks} / {audit.zero_code_blocks} / {audit.nonfinite_blocks}"),
         ("blocks at the scale format's ends", "; ".join(f"{k}: {v}" for k, v in audit.ends.items()) or "none"),
@@ -62,7 +57,8 @@ def audit_facts(audit: TensorAudit) -> dict[str, list[str]]:
         if audit.non_pow2_blocks:
             rows.append(("a UE8M0 kernel keeping only their exponent",
                          f"shrinks those blocks by {t['factor_min']:.3f}–{t['factor_max']:.3f}: weight error "
-                         f"{_g(t['weight_rel_err'], 3)}, error of y = x Wᵀ {_g(t['product_rel_err'], 3)} "
+                         f"{numtext.general(t['weight_rel_err'], 3, none=numtext.ABSENT)}, error of y = x Wᵀ "
+                         f"{numtext.general(t['product_rel_err'], 3, none=numtext.ABSENT)} "
                          f"({t['tokens']} tokens of {t['activation']})"))
     rows.append(("elements where the producer's arithmetic differs from the recipe's exact dequantization",
                  str(audit.producer_vs_recipe)))
@@ -79,7 +75,8 @@ def audit_sources(audit: TensorAudit) -> dict[str, dict[str, list[Any]]]:
     """Columns of the facts table, the scale histogram (one bin per binade of log2 scale), the code
     histogram (one bar per code; codes at ±max in another colour) and the affected blocks."""
     max_mag = max((abs(v) for v in audit.code_values if math.isfinite(v)), default=0.0)
-    codes: dict[str, list[Any]] = {"code": list(range(len(audit.code_counts))), "value": [_g(v, 6) for v in audit.code_values],
+    codes: dict[str, list[Any]] = {"code": list(range(len(audit.code_counts))),
+             "value": [numtext.general(v, 6) for v in audit.code_values],
              "count": list(audit.code_counts), "hex": [f"0x{c:02X}" for c in range(len(audit.code_counts))],
              "color": [DELAYED_COLOR if math.isfinite(v) and abs(v) == max_mag else CURRENT_COLOR
                        for v in audit.code_values]}

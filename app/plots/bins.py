@@ -19,6 +19,7 @@ from bokeh.models.annotations import LabelSet
 from bokeh.models.widgets.tables import DataTable, StringEditor, StringFormatter, TableColumn
 from bokeh.plotting import figure
 
+from lowprec import numtext
 from lowprec.app.theme import refresh_on_data_change
 from lowprec.formats import BinView
 
@@ -118,7 +119,7 @@ def bins_sources(view: BinView) -> dict[str, dict[str, list[Any]]]:
         table["bits"].append(row["bits"])
         table["cls"].append(row["class"])
         fv = float(row["value"])
-        table["value"].append(f"{fv * scale:.8g}" if math.isfinite(fv) else power_of_two_text(fv))
+        table["value"].append(numtext.general(fv * scale, 8))
         table["exact"].append(power_of_two_text(fv))
         g = float(row["gap_next"])
         table["gap"].append(f"{g * scale:.6g}" if math.isfinite(g) else "—")

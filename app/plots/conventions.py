@@ -20,7 +20,7 @@ from bokeh.models import ColumnDataSource, HoverTool
 from bokeh.models.widgets.tables import DataTable, NumberFormatter, TableColumn
 from bokeh.plotting import figure
 
-from lowprec import formats
+from lowprec import formats, numtext
 from lowprec.gpu import crosscheck
 from lowprec.simulations.block_comparison import ConventionComparison, ConventionOutcome, ConventionProbe
 from lowprec.simulations.quant.conventions import BLOCK_CONVENTIONS
@@ -44,11 +44,7 @@ def cell_text(cell: Any, bits: int) -> str:
         return f"error: {cell['error']}"
     code, value = int(cell["code"]), float(cell["value"])
     hx = f"0x{code:0{(bits + 3) // 4}X}"
-    if math.isnan(value):
-        return f"{hx} = NaN"
-    if math.isinf(value):
-        return f"{hx} = {'+' if value > 0 else '-'}Inf"
-    short = f"{value:.6g}"
+    short = numtext.general(value, 6)  # nan, inf, -inf as the strict JSON words
     return f"{hx} = {short if len(short) <= 8 else power_of_two_text(value)}"
 
 
@@ -113,13 +109,13 @@ def _value_text(v: float) -> str:
     four significant digits (NaN, ±Inf, 0 spelled)."""
     if not math.isfinite(v) or v == 0:
         return power_of_two_text(v)
-    short = f"{v:.6g}"
+    short = numtext.general(v, 6)
     if len(short) <= 8 and float(short) == v:
         return short
     m, e = math.frexp(abs(v))
     if m == 0.5:
         return f"{'-' if v < 0 else ''}2^{e - 1}"
-    return f"{v:.4g}"
+    return numtext.general(v, 4)
 
 
 def outcome_text(probe: ConventionProbe, outcome: ConventionOutcome) -> str:
@@ -130,7 +126,7 @@ def outcome_text(probe: ConventionProbe, outcome: ConventionOutcome) -> str:
         scale = f"0x{outcome.scale_code:02X} = {_value_text(block)}, ts {_value_text(float(outcome.tensor_scale))}"
         width = 1
     else:
-        value = "NaN" if outcome.scale_code == 0xFF else f"2^{outcome.scale_code - 127}"
+        value = numtext.NAN if outcome.scale_code == 0xFF else f"2^{outcome.scale_code - 127}"
         scale = f"0x{outcome.scale_code:02X} = {value}"
         width = 2
     elems = "; ".join(f"x[{i}]: 0x{int(outcome.codes[i]):0{width}X} → {_value_text(float(outcome.decoded[i]))}"

@@ -20,6 +20,8 @@ from bokeh.models.annotations import Span
 from bokeh.models.widgets.tables import DataTable, StringEditor, StringFormatter, TableColumn
 from bokeh.plotting import figure
 
+from lowprec import numtext
+
 from .style import INK, SERIES_PALETTE
 
 __all__ = ["CELL_COLORS", "gemm_figures", "gemm_layout", "gemm_sources", "place_cut"]
@@ -33,10 +35,6 @@ METRIC_TITLES = {"max_rel": "max |d − exact| / |exact|", "median_rel": "median
 def _positive(values: list[float]) -> list[float]:
     """Errors for a log axis: 0 and non-finite become NaN (a gap), drawn nowhere."""
     return [v if (isinstance(v, float) and math.isfinite(v) and v > 0) else math.nan for v in values]
-
-
-def _pct(x: float) -> str:
-    return "—" if not math.isfinite(x) else f"{100 * x:.3g} %"
 
 
 def gemm_sources(study: Any, metric: str | None = None) -> dict[str, dict[str, list[Any]]]:
@@ -60,9 +58,9 @@ def gemm_sources(study: Any, metric: str | None = None) -> dict[str, dict[str, l
             points["err"].append(ys[j])
             points["label"].append(c.label)
             points["color"].append(color)
-            points["max_rel"].append(_pct(c.max_rel[j]))
-            points["median_rel"].append(_pct(c.median_rel[j]))
-            points["max_norm"].append(_pct(c.max_norm[j]))
+            points["max_rel"].append(numtext.percent(c.max_rel[j]))
+            points["median_rel"].append(numtext.percent(c.median_rel[j]))
+            points["max_norm"].append(numtext.percent(c.max_norm[j]))
     p = study.picture
     cells: dict[str, list[Any]] = {"x": [], "y": [], "bit": [], "color": [], "term": [],
                                    "exponent": [], "part": []}
@@ -107,7 +105,7 @@ def gemm_sources(study: Any, metric: str | None = None) -> dict[str, dict[str, l
         every = "no promotion" if s.row.promote_every is None else f"every {s.row.promote_every}"
         stacks["accumulation"].append(f"{s.row.accumulation} ({every})")
         stacks["operands"].append(f"{s.row.a_format}×{s.row.b_format}")
-        stacks["error"].append(_pct(getattr(s, metric)))
+        stacks["error"].append(numtext.percent(getattr(s, metric)))
     return {"curves": curves, "points": points, "cells": cells, "labels": labels, "heads": heads,
             "stacks": stacks}
 

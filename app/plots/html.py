@@ -18,6 +18,8 @@ from typing import Any
 from bokeh.embed import file_html
 from bokeh.resources import INLINE
 
+from lowprec import numtext
+
 # Once Panel is imported in the process it registers extension bundles that Bokeh's resources then
 # reference by relative URL (e.g. static/extensions/panel/.../es-module-shims.min.js). Plain Bokeh
 # figures never need them, and next to a standalone file they would be dangling requests.
@@ -38,7 +40,7 @@ def caption_html(text: str) -> str:
 
 def _value_text(value: Any) -> str:
     if isinstance(value, float):
-        return repr(value)
+        return numtext.roundtrip(value)
     if isinstance(value, (list, tuple)):
         return ", ".join(_value_text(v) for v in value)
     return str(value)

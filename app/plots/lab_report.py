@@ -25,6 +25,7 @@ from bokeh.models.annotations import LabelSet
 from bokeh.plotting import figure
 from bokeh.resources import INLINE
 
+from lowprec import numtext
 from lowprec.simulations.lab.measure import usable_error
 from lowprec.simulations.lab.runner import LabReport
 
@@ -74,21 +75,6 @@ summary { cursor: pointer; color: var(--link); margin: 0.3rem 0; }
 
 def _e(text: Any) -> str:
     return html.escape(str(text), quote=True)
-
-
-def _num(v: Any, fmt: str) -> str:
-    if v is None:
-        return "–"
-    f = float(v)
-    if math.isnan(f):
-        return "NaN"
-    if math.isinf(f):
-        return "∞" if f > 0 else "−∞"
-    return format(f, fmt)
-
-
-def _pct(v: Any) -> str:
-    return "–" if v is None else _num(100.0 * float(v), ".3f") + " %"
 
 
 def rank_reason(row: dict[str, Any], measured: int) -> str:
@@ -209,8 +195,10 @@ def _audit_parts(audited: list[Any], divs: Any) -> list[str]:
             out.append("<p>The blocks a UE8M0 kernel, keeping only each scale's exponent, shrinks most:</p>")
             out.append(_table([("block (row, column)", False), ("stored scale", True), ("kept", True),
                                ("values × factor", True)],
-                              [[(_e(f"({b['block'][0]}, {b['block'][1]})"), ""), (_num(b["scale"], ".6e"), "num"),
-                                (_num(b["kept"], ".6e"), "num"), (_num(b["factor"], ".4f"), "num")]
+                              [[(_e(f"({b['block'][0]}, {b['block'][1]})"), ""),
+                                (numtext.scientific(b["scale"], 6, none=numtext.ABSENT), "num"),
+                                (numtext.scientific(b["kept"], 6, none=numtext.ABSENT), "num"),
+                                (numtext.fixed(b["factor"], 4, none=numtext.ABSENT), "num")]
                                for b in a.affected]))
         notes = "".join(f"<li>{_e(n)}</li>" for n in a.notes)
         if notes:
@@ -242,8 +230,10 @@ def report_html(report: LabReport, title: str = REPORT_TITLE) -> str:
         for row in report.ranking:
             r = row
             rows.append([(str(r["rank"]), "num"), (_e(r["recipe"]) + (" ★" if r["pareto"] else ""), ""),
-                         (_num(r["rms_rel_err"], ".3e"), "num"), (_num(r["sqnr_db"], ".2f"), "num"),
-                         (_num(r["bits_per_element"], ".4g"), "num"), (f"{r['tensors']} of {len(measured)}", "num"),
+                         (numtext.scientific(r["rms_rel_err"], 3, none=numtext.ABSENT), "num"),
+                         (numtext.fixed(r["sqnr_db"], 2, none=numtext.ABSENT), "num"),
+                         (numtext.general(r["bits_per_element"], 4, none=numtext.ABSENT), "num"),
+                         (f"{r['tensors']} of {len(measured)}", "num"),
                          (_e(rank_reason(r, len(measured))), "why")])
         parts.append(_table([("rank", True), ("recipe", False), ("pooled RMS rel. error", True), ("SQNR (dB)", True),
                              ("bits / element", True), ("tensors", True), ("why this place", False)], rows))
@@ -270,8 +260,10 @@ def report_html(report: LabReport, title: str = REPORT_TITLE) -> str:
         rows.append([(_e(t.name), ""), (f"<code>{_e(t.file)}</code>", ""),
                      (_e("×".join(str(s) for s in t.shape) or "scalar"), ""), (_e(t.dtype), ""),
                      (_e(f"{t.layout} ({t.stored_recipe})" if t.layout else "float"), ""),
-                     (str(st.numel), "num"), (_num(st.amax, ".4g"), "num"), (_num(st.rms, ".4g"), "num"),
-                     (_num(st.kurtosis, ".3g"), "num"), (channels, "num"), (_pct(st.zero_frac), "num"),
+                     (str(st.numel), "num"), (numtext.general(st.amax, 4, none=numtext.ABSENT), "num"),
+                     (numtext.general(st.rms, 4, none=numtext.ABSENT), "num"),
+                     (numtext.general(st.kurtosis, 3, none=numtext.ABSENT), "num"), (channels, "num"),
+                     (numtext.percent(st.zero_frac, decimals=3, none=numtext.ABSENT), "num"),
                      (_e(t.best or "none"), ""), (flags or '<span class="muted">–</span>', "why")])
     parts.append(_table([("tensor", False), ("file", False), ("shape", False), ("dtype", False), ("stored as", False),
                          ("elements", True),
@@ -291,9 +283,12 @@ def report_html(report: LabReport, title: str = REPORT_TITLE) -> str:
         for res in t.results:
             note = res.skipped or ("★ Pareto front" if res.recipe in t.pareto else "")
             rows.append([(_e(t.name), ""), (_e(res.recipe), ""), (str(ranks.get(res.recipe, "–")), "num"),
-                         (_num(res.rms_rel_err, ".3e"), "num"), (_num(res.sqnr_db, ".2f"), "num"),
-                         (_num(res.max_abs_err, ".3e"), "num"), (_pct(res.clipped_frac), "num"),
-                         (_pct(res.zero_frac), "num"), (_num(res.bits_per_element, ".4g"), "num"), (_e(note), "why")])
+                         (numtext.scientific(res.rms_rel_err, 3, none=numtext.ABSENT), "num"),
+                         (numtext.fixed(res.sqnr_db, 2, none=numtext.ABSENT), "num"),
+                         (numtext.scientific(res.max_abs_err, 3, none=numtext.ABSENT), "num"),
+                         (numtext.percent(res.clipped_frac, decimals=3, none=numtext.ABSENT), "num"),
+                         (numtext.percent(res.zero_frac, decimals=3, none=numtext.ABSENT), "num"),
+                         (numtext.general(res.bits_per_element, 4, none=numtext.ABSENT), "num"), (_e(note), "why")])
     parts.append(_table([("tensor", False), ("recipe", False), ("rank", True), ("RMS rel. error", True),
                          ("SQNR (dB)", True), ("max |error|", True), ("clipped", True), ("flushed to 0", True),
                          ("bits / element", True), ("note", False)], rows) + "</details>")

@@ -12,7 +12,6 @@ are equal would hide one another, so each layer's markers are drawn shifted in x
 from __future__ import annotations
 
 import html
-import math
 from typing import Any
 
 from bokeh.layouts import column
@@ -20,7 +19,7 @@ from bokeh.models import ColumnDataSource, HoverTool
 from bokeh.models import Div  # type: ignore[attr-defined]
 from bokeh.plotting import figure
 
-from .style import SERIES_PALETTE
+from .style import SERIES_PALETTE, gap_float
 from .widget_recompute import recompute_columns, recompute_figures
 
 
@@ -34,10 +33,6 @@ def layer_offset(layer: int, n_layers: int) -> float:
     if n_layers <= 1:
         return 0.0
     return LAYER_JITTER_SPAN * (layer / (n_layers - 1) - 0.5)
-
-
-def _num(v: float) -> float:
-    return float(v) if math.isfinite(v) else float("nan")
 
 
 def recompute_sources(result: Any) -> dict[str, dict[str, list[Any]]]:
@@ -55,10 +50,10 @@ def recompute_sources(result: Any) -> dict[str, dict[str, list[Any]]]:
             scales["step"].append(t)
             scales["x"].append(t + layer_offset(layer, n_layers))
             scales["layer"].append(layer)
-            scales["encode_scale_forward"].append(_num(float(result.encode_scale_forward[t, layer])))
+            scales["encode_scale_forward"].append(gap_float(result.encode_scale_forward[t, layer]))
             scales["encode_scale_recompute"].append(
-                _num(float(result.encode_scale_recompute[t, layer])))
-            scales["amax_forward"].append(_num(float(result.amax_forward[t, layer])))
+                gap_float(result.encode_scale_recompute[t, layer]))
+            scales["amax_forward"].append(gap_float(result.amax_forward[t, layer]))
             scales["scale_source_forward"].append(int(result.scale_source_forward[t, layer]))
             scales["scale_source_recompute"].append(int(result.scale_source_recompute[t, layer]))
             scales["color"].append(SERIES_PALETTE[layer % len(SERIES_PALETTE)])

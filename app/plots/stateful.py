@@ -28,7 +28,7 @@ from bokeh.plotting import figure
 
 from lowprec.simulations.stateful import ROLE_NAMES
 
-from .style import CURRENT_COLOR, DELAYED_COLOR, ERROR_COLOR, HIGHLIGHT_COLOR, SERIES_PALETTE
+from .style import CURRENT_COLOR, DELAYED_COLOR, ERROR_COLOR, HIGHLIGHT_COLOR, SERIES_PALETTE, gap_float
 from .widget_heatmap import ZERO_COLOR
 
 __all__ = ["amax_title", "stateful_figure", "stateful_figures", "stateful_sources"]
@@ -36,10 +36,6 @@ __all__ = ["amax_title", "stateful_figure", "stateful_figures", "stateful_source
 #: log2 of a mis-scaling factor, clamped to ±5 binades, onto a diverging palette (paired: grey)
 _FACTOR_PALETTE = PuOr11
 _FACTOR_SPAN = 5.0
-
-
-def _num(v: Any) -> float:
-    return float("nan") if v is None or not math.isfinite(float(v)) else float(v)
 
 
 def _factor_color(log2_factor: float, paired: bool) -> str:
@@ -55,16 +51,16 @@ def stateful_sources(result: Any) -> dict[str, dict[str, list[Any]]]:
     that clipped), `steps` (the per-step checks), `skipped`, `reads` (the read matrix)."""
     w = result.window_table(result.design.focus)
     windows = {"x": w["x"], "step": w["step"], "microbatch": w["microbatch"],
-               "observed": [_num(v) for v in w["observed"]], "sized_for": [_num(v) for v in w["sized_for"]],
-               "clipped_pct": [100.0 * _num(v) for v in w["clipped"]]}
+               "observed": [gap_float(v) for v in w["observed"]], "sized_for": [gap_float(v) for v in w["sized_for"]],
+               "clipped_pct": [100.0 * gap_float(v) for v in w["clipped"]]}
     clipped = [i for i, v in enumerate(w["clipped"]) if v is not None and v > 0]
     clips = {k: [windows[k][i] for i in clipped] for k in ("x", "step", "microbatch", "observed", "clipped_pct")}
     checks = result.check_table()
     steps = {"step": checks["step"], "insertions": checks["insertions"], "expected": checks["expected"],
-             "changes": checks["changes"], "clipped_pct": [_num(v) for v in checks["clipped_pct"]],
+             "changes": checks["changes"], "clipped_pct": [gap_float(v) for v in checks["clipped_pct"]],
              "unpaired_pct": checks["unpaired_pct"], "mismatch_pct": checks["mismatch_pct"],
-             "grad_norm": [_num(v) for v in checks["grad_norm"]],
-             "grad_mismatch": [_num(v) for v in checks["grad_mismatch"]],
+             "grad_norm": [gap_float(v) for v in checks["grad_norm"]],
+             "grad_mismatch": [gap_float(v) for v in checks["grad_mismatch"]],
              "expert": ["ran" if v else "did not run" for v in checks["expert_ran"]]}
     finite = [g for g in steps["grad_norm"] if math.isfinite(g)]
     top = max(finite) if finite else 1.0

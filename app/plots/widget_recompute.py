@@ -19,17 +19,13 @@ from bokeh.models.annotations import Span
 from bokeh.palettes import Inferno256
 from bokeh.plotting import figure
 
-from .style import CURRENT_COLOR, DELAYED_COLOR, HIGHLIGHT_COLOR
+from .style import CURRENT_COLOR, DELAYED_COLOR, HIGHLIGHT_COLOR, gap_float
 from .widget_heatmap import ZERO_COLOR, heatmap_figure
 
 NOT_RUN_COLOR = "#ffffff"
 UNPAIRED_COLOR = DELAYED_COLOR
 #: mismatching cells: dark (small difference) to bright (large), skipping the palette's near-black end
 MISMATCH_PALETTE = Inferno256[48:240]
-
-
-def _num(v: float) -> float:
-    return float(v) if math.isfinite(v) else float("nan")
 
 
 def recompute_columns(result: Any) -> dict[str, dict[str, list[Any]]]:
@@ -72,16 +68,16 @@ def recompute_columns(result: Any) -> dict[str, dict[str, list[Any]]]:
             cells["step"].append(t)
             cells["layer"].append(layer)
             cells["status"].append(status)
-            cells["max_abs_diff"].append(_num(d))
-            cells["max_rel_diff"].append(_num(float(result.max_rel_diff[t, layer])))
+            cells["max_abs_diff"].append(gap_float(d))
+            cells["max_rel_diff"].append(gap_float(float(result.max_rel_diff[t, layer])))
             cells["log10_diff"].append(logd)
             cells["commits"].append(int(result.commits[t, layer]))
             cells["color"].append(color)
     steps: dict[str, list[Any]] = {
         "step": list(range(n_steps)),
         "state_commits": [int(c) for c in result.state_commits],
-        "grad_norm": [_num(float(g)) for g in result.grad_norm],
-        "loss": [_num(float(v)) for v in result.loss],
+        "grad_norm": [gap_float(float(g)) for g in result.grad_norm],
+        "loss": [gap_float(float(v)) for v in result.loss],
         "skipped": [bool(s) for s in result.skipped],
         "ran": [bool(a) and not (result.failure is not None and t == result.failure["step"])
                 for t, a in enumerate(result.attempted)],

@@ -750,7 +750,7 @@ const HUNT_VIEWS = {
       `differ, ${c.low_precision_off.commits} state commits.`})],
   matched_points: (c) => [table(`Per layer, over ${c.steps} steps: recomputed steps whose quantizer input / GEMM output differ from the forward`,
       ["layer", "input differs", "output differs", "largest |difference|"],
-      c.matched_points.map((m) => [m.layer, m.input_differs, m.output_differs, m.max_diff === null ? "—" : String(Number(m.max_diff.toPrecision(3)))]))],
+      c.matched_points.map((m) => [m.layer, m.input_differs, m.output_differs, typeof m.max_diff === "string" ? m.max_diff : String(Number(m.max_diff.toPrecision(3)))]))],
   transitions: (c) => [el("p", {text: `State commits in step 0, per layer: ${c.transitions.per_layer.join(", ")} ` +
       `(the design's rule: ${c.transitions.rule} per layer per step). Whole run: ${c.transitions.total} commits, ${c.transitions.expected} expected.`})],
   traversal: (c) => [
@@ -764,7 +764,7 @@ const HUNT_VIEWS = {
       `${c.pairing.unpaired_forward} of ${c.pairing.calls} forward calls, ${c.pairing.unpaired_recompute} of ${c.pairing.calls} recomputed calls.`})],
   telemetry: (c) => [
     el("p", {text: `Optimizer steps attempted: ${c.telemetry.attempted}; applied: ${c.telemetry.applied}; skipped (non-finite gradient): ${c.telemetry.skipped}.`}),
-    el("p", {text: `Gradient norm per step: ${c.telemetry.grad_norm.map((g) => g === null ? "non-finite" : String(Number(g.toPrecision(3)))).join(", ")}.`})],
+    el("p", {text: `Gradient norm per step: ${c.telemetry.grad_norm.map((g) => typeof g === "string" ? g : String(Number(g.toPrecision(3)))).join(", ")}.`})],
 }
 
 function renderHunt(model, spec) {

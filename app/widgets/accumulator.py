@@ -16,6 +16,7 @@ from typing import Any
 from bokeh.layouts import column
 from bokeh.models import ColumnDataSource
 
+from lowprec import numtext
 from lowprec.app.plots.gemm import METRIC_TITLES, gemm_figures, gemm_sources, place_cut
 from lowprec.app.widgets._sim_base import SimulationWidget, simulation_widget
 from lowprec.simulations.gemm import study as gemm_study
@@ -24,10 +25,6 @@ from lowprec.simulations.gemm.study import GemmStudy
 
 METRIC_WORDS = {"max_norm": "largest error relative to the magnitudes summed (Σ|a·b|)",
                 "max_rel": "largest relative error of an output", "median_rel": "median relative error of an output"}
-
-
-def _pct(x: float) -> str:
-    return "n/a" if x != x else f"{100 * x:.3g} %"
 
 
 @simulation_widget(gemm_study.SIMULATION)
@@ -54,10 +51,10 @@ class Accumulator(SimulationWidget):
         k = first.k[-1]
         metric = cfg.metric
         parts = [f"**{result.instruction}** on {cfg.arch}: at K = {k} the {METRIC_WORDS[metric]} is "
-                 f"{_pct(first.values(metric)[-1])} with the whole K in the tensor core"]
+                 f"{numtext.percent(first.values(metric)[-1])} with the whole K in the tensor core"]
         for c in result.curves[1:]:
             where = c.label.split(", ", 1)[1] if c.arch == cfg.arch else "on " + c.arch
-            parts.append(f"{_pct(c.values(metric)[-1])} {where}")
+            parts.append(f"{numtext.percent(c.values(metric)[-1])} {where}")
         text = ", ".join(parts) + "."
         p = result.picture
         lost = "nothing" if p.dropped_sum == 0 else f"{p.dropped_sum!r}"

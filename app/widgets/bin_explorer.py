@@ -21,7 +21,7 @@ import panel as pn
 import param
 from bokeh.models import ColumnDataSource
 
-from lowprec import formats
+from lowprec import formats, numtext
 from lowprec.app import work
 from lowprec.app.plots.bins import (
     bins_sources,
@@ -43,14 +43,10 @@ from lowprec.app.text import as_text, set_alert
 
 
 def value_text(v: float) -> str:
-    """Shortest text that parses back to exactly `v` (keeps -0, inf, nan)."""
-    if math.isnan(v):
-        return "nan"
-    if math.isinf(v):
-        return "inf" if v > 0 else "-inf"
+    """Shortest text that parses back to exactly `v` (keeps -0; nan, inf, -inf as `lowprec.numtext`)."""
     if v == 0:
         return "-0" if math.copysign(1.0, v) < 0 else "0"
-    return repr(float(v))
+    return numtext.roundtrip(float(v))
 
 
 #: the "not updated" line over a stale view: the alert's colours, so it reads as part of the message

@@ -55,6 +55,7 @@ from .operands import require_representable
 from .picture import BitPicture, bit_picture
 from .scalar import dot
 from .stacks import STACKS, StackRow
+from lowprec.numtext import percent
 
 __all__ = ["DISTRIBUTIONS", "GemmConfig", "GemmCurve", "GemmStudy", "K_LIMIT", "METRICS", "SIMULATION",
            "StackError", "deepseek_v3_setup", "draw_inputs", "simulate_gemm", "summary_lines"]
@@ -470,10 +471,6 @@ def _stack_errors(cfg: GemmConfig, xa: np.ndarray, xb: np.ndarray) -> tuple[Stac
 # faces
 # ------------------------------------------------------------------------------------------------
 
-def _pct(x: float) -> str:
-    return "nan" if x != x else f"{100 * x:.3g} %"
-
-
 def summary_lines(s: GemmStudy) -> list[str]:
     if not isinstance(s, GemmStudy):
         raise TypeError(f"s must be a GemmStudy, got {type(s).__name__}")
@@ -482,7 +479,7 @@ def summary_lines(s: GemmStudy) -> list[str]:
     lines = [s.description, f"{cfg.distribution} inputs, {cfg.rows} × {cfg.cols} outputs, C = {cfg.c:g}; "
                             f"error at K = {k} (max rel / median rel / max vs Σ|a·b|):"]
     for cv in s.curves:
-        lines.append(f"  {cv.label:<34} {_pct(cv.max_rel[-1])} / {_pct(cv.median_rel[-1])} / {_pct(cv.max_norm[-1])}")
+        lines.append(f"  {cv.label:<34} {percent(cv.max_rel[-1])} / {percent(cv.median_rel[-1])} / {percent(cv.max_norm[-1])}")
     p = s.picture
     lines.append(f"step {p.step} of dot product (0, 0): C = {p.c_in!r}, D = {p.d_out!r}; the alignment to 2^{p.e_max} "
                  f"with {p.frac_bits} fraction bits dropped {p.dropped_sum!r} of the step's exact {p.step_exact!r}")
@@ -490,7 +487,7 @@ def summary_lines(s: GemmStudy) -> list[str]:
         lines.append(f"per-role table (Hopper FP8 wgmma, K = {s.stacks[0].k}, {cfg.metric.replace('_', ' ')} error):")
         for e in s.stacks:
             lines.append(f"  {e.row.stack} {e.row.recipe} {e.row.role}: {e.row.accumulation} → "
-                         f"{_pct(getattr(e, cfg.metric))}")
+                         f"{percent(getattr(e, cfg.metric))}")
     return lines
 
 

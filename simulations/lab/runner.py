@@ -49,6 +49,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
+from lowprec import numtext
 from lowprec.formats import codec
 
 from ..granularity import parse_granularity
@@ -351,7 +352,7 @@ class LabReport:
             ranks = {name: i + 1 for i, name in enumerate(t.ranking)}
             flags = ";".join(f.code for f in t.flags)
             for r in t.results:
-                values = [_csv_number(getattr(r, c)) for c in cols]
+                values = ["" if (v := getattr(r, c)) is None else numtext.roundtrip(float(v)) for c in cols]
                 w.writerow([t.file, t.name, "x".join(str(s) for s in t.shape), t.dtype, t.layout, r.recipe,
                             ranks.get(r.recipe, ""), *values, r.skipped or "", flags])
         return buf.getvalue()
@@ -393,17 +394,6 @@ class LabReport:
             if t.product is not None:
                 lines += ["  " + line for line in t.product.summary_lines()]
         return lines
-
-
-def _csv_number(v: Any) -> str:
-    if v is None:
-        return ""
-    f = float(v)
-    if math.isnan(f):
-        return "nan"
-    if math.isinf(f):
-        return "inf" if f > 0 else "-inf"
-    return repr(f)
 
 
 def _run(tasks: Sequence[TensorTask], executor: Executor | None, progress: ProgressFn | None) -> list[TensorReport]:

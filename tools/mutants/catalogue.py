@@ -37,6 +37,7 @@ HF_SR = ("tests/test_rounding_modes.py",)
 FAST = (("LOWPREC_CODEC", "fast"),)
 STATEFUL = ("tests/test_stateful.py",)
 LABK = ("tests/test_lab_kernels.py",)
+NUMTEXT = ("tests/test_numtext.py",)
 
 
 def _codec(name: str, original: str, replacement: str, description: str, tests: tuple[str, ...] = CODEC,
@@ -727,7 +728,7 @@ _CATALOGUE: tuple[Mutant, ...] = (
     # errors, lessons' cache and folders, ./dev, attention's bounds and variance, grouping's checks, the
     # array-type gates, install hints, summaries
     Mutant("cli-strictjson-numpy-float-raw", "lowprec/strictjson.py",
-           "            return _float(float(obj))",
+           "            return json_float(obj)",
            "            return float(obj)",
            "numpy float32/float16 scalars bypass the non-finite spelling (NaN written as a token or refused)",
            ("tests/test_strictjson.py",)),
@@ -827,8 +828,8 @@ _CATALOGUE: tuple[Mutant, ...] = (
            "scale_choice_study's n unchecked: n='E4M3FN' raises an internal TypeError",
            ("tests/test_grouping.py",), "bad_arguments"),
     Mutant("cli-grouping-summary-wrong-number", "simulations/grouping.py",
-           '        ordinary = (f"; its other elements {_fmt(tensor.ordinary_rms_rel_error)}" if tensor is not None else "")',
-           '        ordinary = (f"; its other elements {_fmt(tensor.report.rms_rel_error)}" if tensor is not None else "")',
+           '        ordinary = (f"; its other elements {general(tensor.ordinary_rms_rel_error, 4)}" if tensor is not None else "")',
+           '        ordinary = (f"; its other elements {general(tensor.report.rms_rel_error, 4)}" if tensor is not None else "")',
            "the summary quotes the whole tensor's error as its other elements'", ("tests/test_grouping.py",), "summary"),
     Mutant("cli-spike-summary-fraction", "simulations/spike.py",
            'return f"{100.0 * float(fraction):.2f} %"',
@@ -1638,6 +1639,38 @@ _CATALOGUE: tuple[Mutant, ...] = (
            '    files = set((root / "formats").rglob("*.py"))',
            "the MX kernels' scale-rule and convention enums (simulations/quant/) are outside the stamp",
            ("tests/test_kernel_cache.py",), ""),
+    # lowprec/numtext.py: the one number-to-text module (nan / inf / -inf, the strict JSON words)
+    Mutant("numtext-neg-inf-unsigned", "lowprec/numtext.py",
+           "    return INF if x > 0 else NEG_INF",
+           "    return INF",
+           "-Inf printed as 'inf': the sign of an infinity is lost in every text", NUMTEXT),
+    Mutant("numtext-percent-of-a-word", "lowprec/numtext.py",
+           '    return text if nonfinite_text(hundred) is not None else text + " %"',
+           '    return text + " %"',
+           "a non-finite percentage reads 'nan %' / 'inf %' (and so differs from every other text)", NUMTEXT),
+    Mutant("numtext-signed-nan", "lowprec/numtext.py",
+           '        return "+" + word if sign and word == INF else word',
+           '        return "+" + word if sign else word',
+           "sign=True prefixes every word: '+nan' and '+-inf'", NUMTEXT),
+    Mutant("numtext-shortest-rstrip", "lowprec/numtext.py",
+           '    return roundtrip(v, none=none).removesuffix(".0")',
+           '    return roundtrip(v, none=none).rstrip(".0")',
+           "rstrip takes a set of characters: 100.0 → '1', 0.0 → '' instead of dropping the suffix '.0'",
+           NUMTEXT),
+    Mutant("numtext-numpy-bool-accepted", "lowprec/numtext.py",
+           '    if isinstance(v, bool) or (type(v).__module__ == "numpy" and type(v).__name__ in ("bool", "bool_")):',
+           "    if isinstance(v, bool):",
+           "numpy booleans are not Python bools: np.True_ prints as a number instead of being refused",
+           NUMTEXT),
+    Mutant("numtext-integer-through-float", "lowprec/numtext.py",
+           "        return str(x)",
+           "        return repr(float(x))",
+           "an integer is printed through float64: 2^70 + 1 and uint64 max lose digits, 7 reads '7.0'",
+           NUMTEXT),
+    Mutant("numtext-negative-digits", "lowprec/numtext.py",
+           "    if not 0 <= int(n) <= 100:",
+           "    if not int(n) <= 100:",
+           "a negative digit count reaches format() and fails there with its own message", NUMTEXT),
 )
 
 #: every mutant; those in formats/ run with the numpy codec path (see NUMPY)

@@ -85,10 +85,10 @@
     }
     return sign + out;
   }
-  function potText(v) {  // formats.explain.power_of_two_text
-    if (v !== v) return "NaN";
-    if (v === Infinity) return "+Inf";
-    if (v === -Infinity) return "-Inf";
+  function potText(v) {  // formats.explain.power_of_two_text (non-finite: lowprec.numtext's words)
+    if (v !== v) return "nan";
+    if (v === Infinity) return "inf";
+    if (v === -Infinity) return "-inf";
     if (v === 0) return signbit(v) ? "-0" : "0";
     var d = decompose(Math.abs(v)), m = d.m, e = d.e;
     while ((m & 1n) === 0n) { m >>= 1n; e += 1; }
