@@ -4,9 +4,9 @@
 parsing (so without importing the widgets' records and what they import) when nothing changed,
 and both find the files here, one way:
 
-- `DEFAULT_ROOT`: the lessons shipped with the package (package data `lowprec/content/lessons/*.md`;
-  in a checkout, `content/lessons/` through the `lowprec/content` link). lowprec is installed
-  unzipped, so the resource is a real folder.
+- `DEFAULT_ROOT`: the lessons shipped with the package (package data of `lowprec.content`:
+  `lowprec/content/lessons/*.md` in the wheel, the checkout's `content/lessons/`). lowprec is
+  installed unzipped, so the resource is a real folder.
 - `check_lesson_folder(folder)`: a LessonFolderError (a ValueError) unless it is an existing
   folder — "does not exist" for a missing path, "is not a folder" for a file; for the installed
   lessons the message adds that the install looks broken.
@@ -22,7 +22,7 @@ from pathlib import Path
 
 __all__ = ["DEFAULT_ROOT", "LessonFolderError", "check_lesson_folder", "lesson_paths", "slug_of"]
 
-DEFAULT_ROOT = Path(str(resources.files("lowprec").joinpath("content", "lessons")))
+DEFAULT_ROOT = Path(str(resources.files("lowprec.content").joinpath("lessons")))
 _SLUG_PREFIX_RE = re.compile(r"^\d+-")
 
 

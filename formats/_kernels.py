@@ -92,7 +92,7 @@ _DISK_CACHE = os.environ.get("LOWPREC_CODEC_CACHE", "1") != "0"
 # `formats/`, `simulations/quant/`, and every `*_kernels.py`; tests/test_kernel_cache.py checks that
 # the kernel modules import nothing else of lowprec). Any change there recompiles on first use.
 
-_PACKAGE_ROOT = Path(__file__).parent.parent  # lowprec/ (its formats/, simulations/ …)
+_PACKAGE_ROOT = Path(__file__).parent.parent  # holds formats/, simulations/ …: a checkout's root, an installed lowprec/
 
 
 def kernel_source_files(root: Path = _PACKAGE_ROOT) -> list[Path]:

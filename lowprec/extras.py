@@ -34,8 +34,8 @@ DIST = "lowprec"
 
 
 def _package_root() -> Path:
-    """The folder that holds the imported `lowprec` package (links resolved: in a checkout
-    `lowprec/` is a folder of links into the repository's top-level folders)."""
+    """The folder that holds the imported `lowprec` package: site-packages, or a checkout's root
+    (which holds the layers too)."""
     return Path(__file__).resolve().parent.parent
 
 

@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import ast
 import json
-import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+
+if __name__ == "__main__":  # run as a script: the repository root holds tools/
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tools.layout import package_modules  # noqa: E402
 
 PACKAGE = "lowprec"
 
@@ -65,20 +68,10 @@ class Graph:
 
 
 def _modules(root: Path) -> dict[str, Path]:
-    """Module name → file, for every .py under the `lowprec` package folder `root` (links followed:
-    a checkout's lowprec/ links to the top-level folders)."""
-    mods: dict[str, Path] = {}
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
-        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__" and not d.startswith("."))
-        rel = Path(dirpath).relative_to(root)
-        for name in filenames:
-            if not name.endswith(".py"):
-                continue
-            parts = [PACKAGE, *rel.parts]
-            if name != "__init__.py":
-                parts.append(name[:-3])
-            mods[".".join(parts)] = Path(dirpath) / name
-    return mods
+    """Module name → file, for every .py of the `lowprec` package whose folder is `root`: a
+    checkout's `lowprec/` (its layers are the top-level folders beside it) or an installed one
+    (tools/layout.py)."""
+    return package_modules(root)
 
 
 def _resolve(name: str, modules: dict[str, Path]) -> str | None:

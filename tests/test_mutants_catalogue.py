@@ -19,9 +19,10 @@ TESTS = sorted((ROOT / "tests").glob("*.py"))
 def test_catalogue_size_and_unique_names() -> None:
     assert len(MUTANTS) >= 40
     assert len({m.name for m in MUTANTS}) == len(MUTANTS)
-    # the packages, the leaf modules of lowprec/ (config, strictjson, extras) and the ./dev script
-    assert all(m.path.startswith(("formats/", "simulations/", "gpu/", "app/", "lowprec/")) or m.path == "dev"
-               for m in MUTANTS)
+    # the packages, the leaf modules of lowprec/ (config, strictjson, extras), the ./dev script and the
+    # packaging (setup.py, tools/layout.py)
+    assert all(m.path.startswith(("formats/", "simulations/", "gpu/", "app/", "lowprec/", "tools/"))
+               or m.path in ("dev", "setup.py") for m in MUTANTS)
 
 
 @pytest.mark.parametrize("m", MUTANTS, ids=lambda m: m.name)

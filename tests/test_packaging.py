@@ -15,6 +15,7 @@ Takes about a minute (marker `packaging`).
 
 from __future__ import annotations
 
+import glob
 import os
 import re
 import shutil
@@ -28,13 +29,13 @@ from pathlib import Path
 
 import pytest
 
-from lowprec import strictjson
+from lowprec import LAYERS, strictjson
 
 pytestmark = pytest.mark.packaging
 
 ROOT = Path(__file__).resolve().parents[1]
 LESSONS = sorted((ROOT / "content" / "lessons").glob("*.md"))
-TOP_LEVEL_FOLDERS = ("app", "formats", "simulations", "gpu", "benchmarks", "content")
+TOP_LEVEL_FOLDERS = LAYERS  # each installs as lowprec.<name> only
 
 
 def _run(argv: list[str], *, cwd: Path, env: dict[str, str] | None = None,
@@ -86,7 +87,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     (site / "zz_lowprec_test_dependencies.pth").write_text(deps + "\n", encoding="utf-8")
     elsewhere = base / "elsewhere"
     elsewhere.mkdir()
-    return {"wheel": wheels[0], "venv": venv, "python": py, "site": site, "cwd": elsewhere}
+    return {"wheel": wheels[0], "venv": venv, "python": py, "site": site, "cwd": elsewhere, "src": src}
 
 
 def _env() -> dict[str, str]:
@@ -98,6 +99,41 @@ def _env() -> dict[str, str]:
 def _py(installed: dict[str, Path], code: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     return _run([str(installed["python"]), "-c", code], cwd=installed["cwd"], env=_env(),
                 timeout=timeout)
+
+
+def expected_wheel_files(src: Path) -> set[str]:
+    """The files the wheel must hold, derived from the source tree `src` by the rule the wheel of
+    the linked lowprec/ followed (main on 2026-12-04: 254 entries with the dist-info, the same
+    list): every .py of `lowprec/` and of each layer, and the files that pyproject.toml's
+    package-data globs name (`glob` semantics, `**` recursive, as setuptools reads them); a file of
+    the package `lowprec.X.Y` at `src/X/Y/` lies at `lowprec/X/Y/` in the wheel."""
+    def folder(package: str) -> Path:
+        parts = package.split(".")[1:]
+        return src.joinpath(*parts) if parts else src / "lowprec"
+
+    out = {f"lowprec/{p.name}" for p in folder("lowprec").glob("*.py")}
+    for name in LAYERS:
+        out |= {f"lowprec/{p.relative_to(src).as_posix()}" for p in (src / name).rglob("*.py")
+                if "__pycache__" not in p.parts}
+    data = tomllib.loads((src / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    for package, patterns in data.items():
+        here = folder(package)
+        for pattern in patterns:
+            out |= {f"{package.replace('.', '/')}/{Path(name).as_posix()}"
+                    for name in glob.glob(pattern, root_dir=here, recursive=True) if (here / name).is_file()}
+    return out
+
+
+def wheel_files(wheel: Path) -> set[str]:
+    """The wheel's files, its .dist-info left out."""
+    return {n for n in zipfile.ZipFile(wheel).namelist() if ".dist-info/" not in n}
+
+
+def test_wheel_holds_the_tree(installed: dict[str, Path]) -> None:
+    """Every module and data file the linked package's wheel held, and nothing else."""
+    expected = expected_wheel_files(installed["src"])
+    assert len(expected) > 200 and "lowprec/simulations/quant/__init__.py" in expected
+    assert wheel_files(installed["wheel"]) == expected
 
 
 def test_wheel_holds_only_lowprec_and_every_lesson(installed: dict[str, Path]) -> None:
@@ -178,11 +214,11 @@ def _serve_installed_lessons(installed: dict[str, Path], titles: dict[str, str])
 
 
 def test_installed_import_graph(installed: dict[str, Path]) -> None:
-    """The import graph of the installed package (files copied by the wheel, not the checkout's
-    links): no cycle beyond the allow-list, layers pointing down."""
+    """The import graph of the installed package (the layers inside lowprec/, as the wheel puts
+    them): no cycle beyond the allow-list, layers pointing down."""
     from tests.test_import_graph import check_graph
 
     pkg = installed["site"] / "lowprec"
-    assert not pkg.is_symlink() and not (pkg / "formats").is_symlink()
+    assert not pkg.is_symlink() and (pkg / "formats" / "__init__.py").is_file()
     cycles, problems = check_graph(pkg)
     assert cycles == [] and problems == []

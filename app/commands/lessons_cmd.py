@@ -153,14 +153,18 @@ def cache_dir() -> Path | None:
 
 
 def _package_sources() -> list[Path]:
-    """Every Python source of the imported lowprec package (its linked folders followed)."""
+    """Every Python source of the imported lowprec package: its own modules and each layer's
+    (`lowprec.LAYERS`: folders inside the installed package, the top-level folders of a checkout)."""
     import lowprec
 
-    root = Path(lowprec.__file__).resolve().parent
-    out: list[Path] = []
-    for folder, dirs, files in os.walk(root, followlinks=True):
-        dirs[:] = sorted(d for d in dirs if d != "__pycache__" and not d.startswith("."))
-        out.extend(Path(folder) / f for f in sorted(files) if f.endswith(".py"))
+    own = Path(lowprec.__file__).resolve().parent
+    out = sorted(own.glob("*.py"))
+    for name in lowprec.LAYERS:
+        spec = importlib.util.find_spec(f"lowprec.{name}")  # imports lowprec only, not the layer
+        for root in (spec.submodule_search_locations or []) if spec is not None else []:
+            for folder, dirs, files in os.walk(root):
+                dirs[:] = sorted(d for d in dirs if d != "__pycache__" and not d.startswith("."))
+                out.extend(Path(folder) / f for f in sorted(files) if f.endswith(".py"))
     return out
 
 

@@ -22,7 +22,7 @@ TAGLINE = ("See exactly how a number becomes an 8-bit code in E4M3FN, E5M2, E2M1
            "the scaling recipes built on those formats succeed or fail in training.")
 
 #: the glossary's source (package data), rendered at /glossary when present
-GLOSSARY_PATH = Path(str(resources.files("lowprec").joinpath("content", "glossary.md")))
+GLOSSARY_PATH = Path(str(resources.files("lowprec.content").joinpath("glossary.md")))
 
 
 def lesson_route(lesson: Lesson) -> str:

@@ -39,7 +39,8 @@ def _stop(signum: int, frame: Any) -> None:
 
 
 def scratch_copy(dest: Path) -> Path:
-    """A copy of the repository (symlinks of lowprec/ kept relative, so they point into the copy)."""
+    """A copy of the repository; its tests import the copy's `lowprec` (PYTHONPATH), whose layers are
+    the copy's top-level folders (lowprec/__init__.py puts the copy's root on its `__path__`)."""
     shutil.copytree(ROOT, dest, symlinks=True, ignore=IGNORE)
     return dest
 

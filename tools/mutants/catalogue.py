@@ -1639,6 +1639,36 @@ _CATALOGUE: tuple[Mutant, ...] = (
            '    files = set((root / "formats").rglob("*.py"))',
            "the MX kernels' scale-rule and convention enums (simulations/quant/) are outside the stamp",
            ("tests/test_kernel_cache.py",), ""),
+    # the package without links (issue 27.7): lowprec.<layer> is the top-level folder <layer>/
+    Mutant("pkg-path-hook-one-level-short", "lowprec/__init__.py",
+           "    __path__.append(_os.path.dirname(_HERE))",
+           "    __path__.append(_HERE)",
+           "a checkout on PYTHONPATH appends lowprec/ itself, not the root: its layers are not found there "
+           "(and an editable install elsewhere quietly serves its own)",
+           ("tests/test_packaging_checkout.py",), "imports_its_own_files and worktree"),
+    Mutant("pkg-layout-skips-subpackages", "tools/layout.py",
+           '            dirnames[:] = sorted(d for d in dirnames if d != "__pycache__" and not d.startswith("."))',
+           "            dirnames[:] = []",
+           "mypy's source list and the import graph stop at each layer's top folder "
+           "(simulations/quant/, app/widgets/ … unchecked)",
+           ("tests/test_packaging_checkout.py",), "typecheck_sources and worktree"),
+    Mutant("pkg-setup-subpackage-unprefixed", "setup.py",
+           '        out += [f"lowprec.{name}.{sub}" for sub in found]',
+           '        out += [f"{name}.{sub}" for sub in found]',
+           "setup.py lists a layer's subpackages without the lowprec prefix: the wheel would install "
+           "top-level `simulations.quant`",
+           ("tests/test_packaging_checkout.py",), "setup_lists and worktree"),
+    Mutant("pkg-lesson-key-own-folder-only", "app/commands/lessons_cmd.py",
+           "    for name in lowprec.LAYERS:",
+           "    for name in ():",
+           "the lesson cache's source key hashes lowprec/ alone (what walking the imported package's folder "
+           "gives without links): an edited simulation serves stale lesson records",
+           ("tests/test_lessons_cmd.py",), "the_key_covers"),
+    Mutant("pkg-lessons-resource-of-lowprec", "app/lesson_files.py",
+           'DEFAULT_ROOT = Path(str(resources.files("lowprec.content").joinpath("lessons")))',
+           'DEFAULT_ROOT = Path(str(resources.files("lowprec").joinpath("content", "lessons")))',
+           "the lessons looked up inside lowprec/ (where the link used to be): a checkout finds none",
+           ("tests/test_packaging_checkout.py",), "imports_its_own_files and worktree"),
     # lowprec/numtext.py: the one number-to-text module (nan / inf / -inf, the strict JSON words)
     Mutant("numtext-neg-inf-unsigned", "lowprec/numtext.py",
            "    return INF if x > 0 else NEG_INF",
