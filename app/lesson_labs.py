@@ -39,8 +39,8 @@ class LabEntry:
 
 _ENTRIES = (
     LabEntry("te-placement", "placement", "Where te.autocast and te.checkpoint sit",
-             "lowprec.simulations.te_placement:placement_lab", {"steps": 3, "start": "outer"}),
-    LabEntry("defect-hunt", "hunt", "Find the defect", "lowprec.simulations.defect_hunt:hunt_lab", {}),
+             "lowprec.simulations.studies.te_placement:placement_lab", {"steps": 3, "start": "outer"}),
+    LabEntry("defect-hunt", "hunt", "Find the defect", "lowprec.simulations.studies.defect_hunt:hunt_lab", {}),
 )
 
 LABS: dict[str, LabEntry] = {e.name: e for e in _ENTRIES}

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from lowprec.app.plots import captions
 
 if TYPE_CHECKING:
-    from lowprec.simulations._cli import Simulation
+    from lowprec.simulations.framework.cli import Simulation
 
 __all__ = ["FACES", "SimulationFaces", "export_controls", "faces", "faces_of_widget", "widget_caption"]
 
@@ -72,7 +72,7 @@ def _save(figure: Any, path: str, title: str, parameters: dict[str, Any], captio
 
 
 def _values(config: Any) -> dict[str, Any]:
-    from lowprec.simulations._cli import config_values
+    from lowprec.simulations.framework.cli import config_values
 
     return config_values(config)
 
@@ -115,7 +115,7 @@ def _attention_html(result: Any, path: str, caption: str) -> None:
 def _recompute_html(result: Any, path: str, caption: str) -> None:
     from lowprec.app.plots.recompute import recompute_figure
     from lowprec.config import fields_of
-    from lowprec.simulations.recompute_config import RecomputeConfig
+    from lowprec.simulations.recompute.config import RecomputeConfig
 
     parameters = {k.name: result.parameters[k.name] for k in fields_of(RecomputeConfig)}
     _save(recompute_figure(result), path, f"Recompute divergence: {parameters['variant']}", parameters, caption)
@@ -135,17 +135,17 @@ def _stateful_html(result: Any, path: str, caption: str) -> None:
 
 
 _ENTRIES = (
-    SimulationFaces("spike", "lowprec.simulations.spike:SIMULATION", _spike_html, captions.spike,
+    SimulationFaces("spike", "lowprec.simulations.studies.spike:SIMULATION", _spike_html, captions.spike,
                     widget="DelayedSpike", export_control="algo"),
-    SimulationFaces("grouping", "lowprec.simulations.grouping:SIMULATION", _grouping_html, captions.grouping,
+    SimulationFaces("grouping", "lowprec.simulations.studies.grouping:SIMULATION", _grouping_html, captions.grouping,
                     widget="ScaleGrouping", export_control="format"),
     SimulationFaces("blocks", "lowprec.simulations.blocks:SIMULATION", _blocks_html, captions.blocks,
                     widget="BlockFormats", export_control="recipe"),
-    SimulationFaces("attention", "lowprec.simulations.attention:SIMULATION", _attention_html, captions.attention,
+    SimulationFaces("attention", "lowprec.simulations.studies.attention:SIMULATION", _attention_html, captions.attention,
                     widget="AttentionRounding", export_control="rounding"),
     SimulationFaces("recompute", "lowprec.simulations.recompute:SIMULATION", _recompute_html, captions.recompute,
                     widget="RecomputeDivergence", export_control="variant"),
-    SimulationFaces("hadamard", "lowprec.simulations.hadamard:SIMULATION", _hadamard_html, captions.hadamard,
+    SimulationFaces("hadamard", "lowprec.simulations.studies.hadamard:SIMULATION", _hadamard_html, captions.hadamard,
                     widget=None, export_control=None,
                     widget_note="no widget of its own: pages show the same study in ScaleGrouping (study=hadamard)"),
     SimulationFaces("gemm", "lowprec.simulations.gemm.study:SIMULATION", _gemm_html, captions.gemm,

@@ -15,11 +15,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from lowprec.simulations.attention import simulate_attention
+from lowprec.simulations.studies.attention import simulate_attention
 
 _CHILD = """
 import json, sys, time
-from lowprec.simulations.attention import simulate_attention
+from lowprec.simulations.studies.attention import simulate_attention
 best = float("inf")
 for _ in range(int(sys.argv[1])):
     t0 = time.perf_counter()

@@ -167,7 +167,7 @@ def _delayed_step(x: np.ndarray, repeats: int) -> dict[str, Any]:
 
     from lowprec import formats as F
     from lowprec.benchmarks._timing import best_of
-    from lowprec.simulations.delayed import DelayedScaler
+    from lowprec.simulations.scaling.delayed import DelayedScaler
 
     y = x.reshape(-1)[: 1 << 20].copy()
     pol = F.policy_for("ocp", F.E4M3FN)

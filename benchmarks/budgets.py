@@ -39,7 +39,7 @@ class _Face:
 def simulation(name: str) -> _Face:
     """The simulation `name`'s record and module (recompute has its own command line)."""
     if name == "recompute":
-        from lowprec.simulations.recompute_config import RecomputeConfig
+        from lowprec.simulations.recompute.config import RecomputeConfig
 
         return _Face(RecomputeConfig, "lowprec.simulations.recompute")
     sim = importlib.import_module(f"lowprec.simulations.{name}").SIMULATION

@@ -59,7 +59,7 @@ def run(quick: bool = False, baseline: bool = False) -> dict[str, float | str]:
     import playwright.sync_api as pw
 
     from lowprec.config import from_mapping
-    from lowprec.simulations.attention import AttentionConfig
+    from lowprec.simulations.studies.attention import AttentionConfig
 
     heavy_cost = from_mapping(AttentionConfig, HEAVY).cost()
     assert APP_BUDGET.allows(heavy_cost), "HEAVY must be inside the page budget"

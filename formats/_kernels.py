@@ -37,7 +37,7 @@ NUMBA_CACHE_DIR or the user cache), so a later process loads them in millisecond
 install without a writable cache directory compiles in memory only. LOWPREC_CODEC_CACHE=0 turns the
 disk cache off.
 
-Block quantizers. MX is built on these kernels in `simulations._block_kernels` (its conventions
+Block quantizers. MX is built on these kernels in `simulations.quant._mx_kernels` (its conventions
 are simulations' knowledge, so the loop lives there and imports `_float_elem`, `float_plan`, the bit
 casts and Philox from here): a loop over blocks (a thread range is a range of blocks) that takes the
 block amax as the unsigned max of its |x| bits, derives the E8M0 scale code by the convention's

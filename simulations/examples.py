@@ -39,10 +39,10 @@ from lowprec.formats import (
 
 from . import (examples_blocks, examples_ckpt, examples_course, examples_extra, examples_gemm, examples_stateful,
                examples_transfer)
-from ._io import ArgumentParser, check_output_path, error_exit, write_json
+from .framework.io import ArgumentParser, check_output_path, error_exit, write_json
 from .example_record import Example, Value, as_number, format_number
 from .quant.mx import mx_scale_rule_table
-from .spike import simulate_stream
+from .studies.spike import simulate_stream
 
 __all__ = ["EXAMPLES", "TORCH_EXAMPLES", "Example", "example", "list_examples"]
 
@@ -73,12 +73,12 @@ def _cast(x: float, fmt: Any, convention: str | None = None) -> float:
 
 
 def attention_product() -> Example:
-    from lowprec.simulations.attention import attention_product_example
+    from lowprec.simulations.studies.attention import attention_product_example
 
     r = attention_product_example()
     return Example(
         "attention_product", "Rounded attention probabilities lose the product",
-        "lowprec.simulations.attention.attention_product_example: P rounded to multiples of 0.25 "
+        "lowprec.simulations.studies.attention.attention_product_example: P rounded to multiples of 0.25 "
         "(nearest-even), products summed exactly with Fractions",
         {"probs": r.probs, "probs_rounded": r.probs_rounded, "values": r.values,
          "grid_step": r.grid_step, "exact_product": float(r.exact_product),
@@ -91,13 +91,13 @@ def attention_product() -> Example:
 
 
 def bf16_tie_flip() -> Example:
-    from lowprec.simulations.cliffs import tie_flip
+    from lowprec.simulations.studies.cliffs import tie_flip
 
     even = tie_flip("BF16", 1.0, 2.0 ** -16)
     odd = tie_flip("BF16", even.upper, 2.0 ** -16)
     return Example(
         "bf16_tie_flip", "A perturbation of 2^-16 flips a BF16 tie",
-        "simulations.cliffs.tie_flip: neighbours from formats (BF16 codes), nearest-even casts of "
+        "simulations.studies.cliffs.tie_flip: neighbours from formats (BF16 codes), nearest-even casts of "
         "exact sums",
         {"lower": even.lower, "upper": even.upper, "upper_text": _fraction_text(even.upper),
          "midpoint": even.midpoint, "midpoint_text": _fraction_text(even.midpoint),
@@ -119,13 +119,13 @@ def bf16_tie_flip() -> Example:
 
 
 def fp32_absorption() -> Example:
-    from lowprec.simulations.cliffs import absorption
+    from lowprec.simulations.studies.cliffs import absorption
 
     r32 = absorption("FP32", 1e-8)
     thresholds = {f: absorption(f, 0.0).threshold for f in ("FP32", "BF16", "FP16")}
     return Example(
         "fp32_absorption", "1 + 1e-8 == 1 in FP32",
-        "lowprec.simulations.cliffs.absorption: the exact sum rounded once to the format (nearest-even); "
+        "lowprec.simulations.studies.cliffs.absorption: the exact sum rounded once to the format (nearest-even); "
         "threshold = half the gap above 1 (a tie at exactly the threshold goes to 1, whose code is even)",
         {"x": r32.x, "x_in_fp32": r32.x_in_format, "sum_fp32": r32.total, "absorbed": r32.absorbed,
          "statement": f"1 + {_short_exp(r32.x)} {'==' if r32.absorbed else '!='} 1 in FP32",
@@ -141,11 +141,11 @@ def fp32_absorption() -> Example:
 
 
 def fake_quant_scalar() -> Example:
-    from lowprec.simulations.cliffs import fake_quant_scalar as fq
+    from lowprec.simulations.studies.cliffs import fake_quant_scalar as fq
 
     return Example(
         "fake_quant_scalar", "Fake quantization of a scalar",
-        "lowprec.simulations.cliffs.fake_quant_scalar: clamp(round_half_even(x / s) + z, qmin, qmax), "
+        "lowprec.simulations.studies.cliffs.fake_quant_scalar: clamp(round_half_even(x / s) + z, qmin, qmax), "
         "then (q − z)·s",
         {"x1": 0.6, "scale": 0.25, "zero_point": 0, "qmin": -7, "qmax": 7,
          "result1": fq(0.6, 0.25, 0, -7, 7), "x2": 2.0, "result2": fq(2.0, 0.25, 0, -7, 7),
@@ -291,7 +291,7 @@ def kv_cache_memory() -> Example:
 
 
 def softmax_saturation() -> Example:
-    from lowprec.simulations.cliffs import softmax_saturation as sat
+    from lowprec.simulations.studies.cliffs import softmax_saturation as sat
 
     values: dict[str, Value] = {}
     for fmt in ("FP32", "BF16", "FP16"):
@@ -305,7 +305,7 @@ def softmax_saturation() -> Example:
         values[f"{key}_grad_reference"] = r.grad_reference[r.target]
     return Example(
         "softmax_saturation", "A probability that rounds to 1 loses its gradient",
-        "lowprec.simulations.cliffs.softmax_saturation: softmax op by op in each format (nearest-even), "
+        "lowprec.simulations.studies.cliffs.softmax_saturation: softmax op by op in each format (nearest-even), "
         "logits [d, 0, 0] with the smallest integer d that saturates; target class 0; the rewrite "
         "is −Σ_{k≠y} e_k / Σ e_k; the reference is float64",
         values | {"statement": (
@@ -348,12 +348,12 @@ def e8m0_ties() -> Example:
 
 
 def bf16_update_stall() -> Example:
-    from lowprec.simulations.cliffs import update_stall_sweep
+    from lowprec.simulations.studies.cliffs import update_stall_sweep
 
     r = update_stall_sweep(np.array([2.0 ** -10, 2.0 ** -8]), steps=100)
     return Example(
         "bf16_update_stall", "Updates below half a BF16 gap never move the weight",
-        "lowprec.simulations.cliffs.update_stall_sweep: weight 1.0, gradient 1, 100 SGD steps in BF16 vs an "
+        "lowprec.simulations.studies.cliffs.update_stall_sweep: weight 1.0, gradient 1, 100 SGD steps in BF16 vs an "
         "FP32 master weight",
         {"weight": r.weight, "stall_threshold": r.stall_threshold,
          "stall_threshold_text": _pow2_text(r.stall_threshold),
@@ -411,7 +411,7 @@ def delayed_spike() -> Example:
                   "clipped_at_spike_delayed_percent": "%"})
     return Example(
         "delayed_spike", "A spike under delayed scaling",
-        "lowprec.simulations.spike.simulate_stream: E4M3FN, amax history 16 (max), the whole tensor × 50 "
+        "lowprec.simulations.studies.spike.simulate_stream: E4M3FN, amax history 16 (max), the whole tensor × 50 "
         "at step 100, seed 0; clipped fraction = |x · scale| > 464, the top of 448's rounding bin",
         values, units, "clipped_at_spike_delayed_percent",
         digits={"clipped_at_spike_delayed": 3, "clipped_at_spike_current": 3,

@@ -19,7 +19,7 @@ import numpy as np
 from lowprec import formats
 from lowprec.formats import E2M1, E4M3FN
 
-from .block_comparison import ConventionComparison, compare_conventions
+from .blocks.comparison import ConventionComparison, compare_conventions
 from .example_record import Example, Value, as_number, format_number
 
 __all__ = ["EXAMPLES", "WORKED_BLOCK", "worked_block_comparison", "worked_tensor"]
@@ -75,7 +75,7 @@ def nvfp4_three_conventions() -> Example:
     units = {k: "" for k in values}
     return Example(
         "nvfp4_three_conventions", "One NVFP4 block under OCP, torchao and Transformer Engine",
-        "lowprec.simulations.block_comparison.compare_conventions on examples_blocks.worked_tensor(): a block "
+        "lowprec.simulations.blocks.comparison.compare_conventions on examples_blocks.worked_tensor(): a block "
         "spanning ±2688 (tensor scale 1) and sixteen values of at most 0.0058, quantized as NVFP4 under the "
         "ocp, torchao (0.18.0) and transformer_engine (2.20.2) conventions",
         values, units, "summary",

@@ -116,8 +116,8 @@ def range_questions() -> Example:
 
 def softmax_threshold() -> Example:
     """The smallest integer d for which softmax([d, 0, 0]), computed op by op in the format, gives
-    the first class a probability of exactly 1 (simulations.cliffs.softmax_saturation)."""
-    from .cliffs import softmax_saturation
+    the first class a probability of exactly 1 (simulations.studies.cliffs.softmax_saturation)."""
+    from .studies.cliffs import softmax_saturation
 
     values: dict[str, Value] = {}
     for name in ("FP32", "BF16", "FP16"):
@@ -133,7 +133,7 @@ def softmax_threshold() -> Example:
         values[f"{key}_grad_rewritten"] = at.grad_rewritten[0]
         values[f"{key}_grad_reference"] = at.grad_reference[0]
     return _ex("softmax_threshold", "Where softmax saturates to exactly 1",
-               "lowprec.simulations.cliffs.softmax_saturation(fmt, [d, 0, 0]) for d = 1, 2, …: the "
+               "lowprec.simulations.studies.cliffs.softmax_saturation(fmt, [d, 0, 0]) for d = 1, 2, …: the "
                "first d whose top probability rounds to exactly 1 (every operation rounded to the "
                "format, nearest-even); gradients of the target class 0 at that d",
                values, "fp32_d",
@@ -143,13 +143,13 @@ def softmax_threshold() -> Example:
 
 
 def absorption_bf16() -> Example:
-    from .cliffs import absorption
+    from .studies.cliffs import absorption
 
     small = absorption("BF16", 0.003)
     large = absorption("BF16", 0.005)
     fp16 = absorption("FP16", 0.0)
     return _ex("absorption_bf16", "1 + 0.003 in BF16",
-               "lowprec.simulations.cliffs.absorption('BF16', x): the exact sum 1 + x rounded once to "
+               "lowprec.simulations.studies.cliffs.absorption('BF16', x): the exact sum 1 + x rounded once to "
                "BF16 (nearest-even)",
                {"x_small": 0.003, "sum_small": small.total,
                 "outcome_small": "stays 1" if small.total == 1.0 else f"moves to {small.total}",
@@ -204,8 +204,8 @@ def scale_one_table() -> Example:
         ratio_small, {"about the same": 1.0, "about 1.25 times": 1.25, "about 4 times": 4.0,
                       "about 20 times": 20.0})
     # the shape of the scale-1 error over magnitudes, as the ScaleGrouping widget's scale_choice study
-    # draws it (simulations.grouping.scale_choice_study, E4M3FN)
-    from .grouping import scale_choice_study
+    # draws it (simulations.studies.grouping.scale_choice_study, E4M3FN)
+    from .studies.grouping import scale_choice_study
 
     study = scale_choice_study(("E4M3FN",))
     curve = study.rms_rel_error_fixed["E4M3FN"]
@@ -244,10 +244,10 @@ def scaled_bin_0_01() -> Example:
 
 def te_scale_rule() -> Example:
     """Transformer Engine's delayed-scaling update (`_default_sf_compute`) as modelled by
-    simulations.delayed: F / amax / 2^margin in float32, the previous scale when amax is 0 or not
-    finite; current scaling (simulations.scales) gives 1 for an all-zero tensor."""
-    from .delayed import DelayedScaler, scale_from_amax
-    from .scales import encode_scale
+    simulations.scaling.delayed: F / amax / 2^margin in float32, the previous scale when amax is 0 or not
+    finite; current scaling (simulations.scaling.scales) gives 1 for an all-zero tensor."""
+    from .scaling.delayed import DelayedScaler, scale_from_amax
+    from .scaling.scales import encode_scale
 
     previous = 2.0
     hist = DelayedScaler("E4M3FN", history_len=16, algo="max", margin=1)
@@ -257,9 +257,9 @@ def te_scale_rule() -> Example:
     for a in (2.0, 3.0, 1.5):
         recent.update(a)
     return _ex("te_scale_rule", "How a delayed scale is updated, and what a zero amax does",
-               "lowprec.simulations.delayed.scale_from_amax(amax, 448, margin, previous) and "
+               "lowprec.simulations.scaling.delayed.scale_from_amax(amax, 448, margin, previous) and "
                "DelayedScaler(E4M3FN, history 16, margin 1) fed the amaxes 2, 3, 1.5; "
-               "lowprec.simulations.scales.encode_scale(0, E4M3FN) for current scaling",
+               "lowprec.simulations.scaling.scales.encode_scale(0, E4M3FN) for current scaling",
                {"previous": previous,
                 "delayed_zero": scale_from_amax(0.0, E4M3FN.max, 0, previous),
                 "delayed_nan": scale_from_amax(float("nan"), E4M3FN.max, 0, previous),
@@ -283,7 +283,7 @@ def grouping_table() -> Example:
     """The ScaleGrouping widget's default outlier study (32 × 64 standard normal, x[3, 5] = 100,
     seed 0), per format and grouping: the error of the ordinary elements and the share of them that
     round to zero; the baseline is the same tensor without the outlier, one scale per tensor."""
-    from .grouping import outlier_study
+    from .studies.grouping import outlier_study
 
     values: dict[str, Value] = {"rows": 32, "cols": 64, "outlier": 100.0, "seed": 0}
     for fmt in ("E4M3FN", "E2M1"):
@@ -305,7 +305,7 @@ def grouping_table() -> Example:
     values["e2m1_tensor_zero_bucket"] = ("none" if tensor_zero == 0 else "under half" if tensor_zero < 50
                                          else "all of them" if tensor_zero == 100 else "over half")
     return _ex("grouping_table", "One outlier under five groupings (the ScaleGrouping widget's tensor)",
-               "lowprec.simulations.grouping.outlier_study(fmt, (32, 64), 100, (3, 5), [tensor, row, "
+               "lowprec.simulations.studies.grouping.outlier_study(fmt, (32, 64), 100, (3, 5), [tensor, row, "
                "column, block32, block16x16], seed 0): error ‖x̂ − x‖ / ‖x‖ of the ordinary elements "
                "(the outlier left out), decode scale amax / F per group in FP32; baseline: no outlier, "
                "per tensor",
@@ -374,7 +374,7 @@ def block_views() -> Example:
 def spike_questions() -> Example:
     """The default spike scenario of the DelayedSpike widget (and of the core example delayed_spike):
     E4M3FN, history 16 (max), the whole tensor × 50 at step 100 of 200, seed 0."""
-    from .spike import simulate_stream
+    from .studies.spike import simulate_stream
 
     history, spike_step = 16, 100
     r = simulate_stream(format="E4M3FN", history=history, algo="max", steps=200, spike_step=spike_step,
@@ -383,7 +383,7 @@ def spike_questions() -> Example:
     bucket = ("none" if clipped == 0 else "under 10%" if clipped < 0.1 else
               "about half" if clipped < 0.9 else "over 90%")
     return _ex("spike_questions", "What a delayed scale clips when a spike arrives",
-               "lowprec.simulations.spike.simulate_stream(E4M3FN, history 16, max, 200 steps, × 50 at "
+               "lowprec.simulations.studies.spike.simulate_stream(E4M3FN, history 16, max, 200 steps, × 50 at "
                "step 100, seed 0; 4096 values per step): the clipped fraction at the spike, bucketed, "
                "and the steps of coarse grid after it",
                {"clipped_bucket": bucket, "clipped_pct": 100 * clipped, "coarse_steps": r.reduced_steps(),
@@ -483,7 +483,7 @@ def resume_history() -> Example:
     """A delayed scaler (E4M3FN, history 16, max) on an amax stream of 1 with one spike of 50 at
     step 95; a run checkpointed and resumed at step 100 without its amax history restarts from
     Transformer Engine's initial scale 1 and an empty history."""
-    from .delayed import DelayedScaler
+    from .scaling.delayed import DelayedScaler
 
     history, spike_step, resume_step, steps = 16, 95, 100, 140
     amax = np.ones(steps)
@@ -500,7 +500,7 @@ def resume_history() -> Example:
         resumed.update(float(amax[t]))
     differ = [t for t in range(steps) if used_whole[t] != used_resumed[t]]
     return _ex("resume_history", "A resume that drops the amax history",
-               "lowprec.simulations.delayed.DelayedScaler(E4M3FN, history 16, max): amax 1 every step, 50 "
+               "lowprec.simulations.scaling.delayed.DelayedScaler(E4M3FN, history 16, max): amax 1 every step, 50 "
                "at step 95; uninterrupted vs resumed at step 100 with a fresh scaler (encode scale 1, "
                "empty history); the encode scale each step casts with",
                {"history": history, "spike_step": spike_step, "resume_step": resume_step,
@@ -531,7 +531,7 @@ def sr_rerandomized() -> Example:
 
 
 def attention_three_probs() -> Example:
-    from .attention import THREE_PROBS, THREE_VALUES, round_probs, stochastic_variance
+    from .studies.attention import THREE_PROBS, THREE_VALUES, round_probs, stochastic_variance
 
     p = np.array([THREE_PROBS])
     v = np.array(THREE_VALUES)
@@ -554,7 +554,7 @@ def attention_three_probs() -> Example:
     values["e4m3fn_sr_var_output"] = float(np.sum(v**2 * var))
     values["e4m3fn_sr_std_output"] = math.sqrt(float(np.sum(v**2 * var)))
     return _ex("attention_three_probs", "One query's probabilities [0.6, 0.3, 0.1] over values [0, 2, 10]",
-               "lowprec.simulations.attention.round_probs (nearest-even, no scale) and "
+               "lowprec.simulations.studies.attention.round_probs (nearest-even, no scale) and "
                "stochastic_variance (E4M3FN); output P̃·V and ΔO summed exactly (Fraction); "
                "Var(ΔO) = Σ V_j² Var(e_j)",
                values, "e2m1_output",
@@ -743,11 +743,11 @@ SILENT_SCALE_CANDIDATES = (
 def _delayed_layer_run(xs: np.ndarray, dys: np.ndarray, w: np.ndarray, *, checkpointing: bool,
                        update_fires: bool, restore_stash: bool) -> dict[str, Any]:
     """Explanatory model of one checkpointed linear layer y = Q(x) W under E4M3FN delayed scaling
-    (simulations.delayed.DelayedScaler, history 16, max), step by step: the first forward casts
+    (simulations.scaling.delayed.DelayedScaler, history 16, max), step by step: the first forward casts
     with the current scale and stashes it; the scale update runs at the end of the forward when it
     fires; the recompute casts with the stash when it is restored, else with the live scale; the
     weight gradient is (recomputed input)ᵀ dY. Without checkpointing the forward's cast is used."""
-    from .delayed import DelayedScaler
+    from .scaling.delayed import DelayedScaler
 
     scaler = DelayedScaler("E4M3FN", history_len=16, algo="max")
     out: dict[str, Any] = {"grads": [], "forward_inputs": [], "recomputed_inputs": [], "scales": [],
@@ -847,7 +847,7 @@ def silent_scale() -> Example:
                                 ("reentrant", v_reentrant)):
             values[f"candidate_{i}_{label}"] = "passes" if verdicts[i] else "fails"
     # which recipes carry state from one call to the next: cast tensor B after tensor A vs fresh
-    from .delayed import CurrentScaler, DelayedScaler
+    from .scaling.delayed import CurrentScaler, DelayedScaler
     from .quant.mx import quantize_mx
 
     a = (rng.standard_normal(1024) * 4.0).astype(np.float32)
@@ -879,7 +879,7 @@ def silent_scale() -> Example:
                "explanatory model: grad mode of the first forward measured on torch.utils.checkpoint "
                "(use_reentrant True / False); Transformer Engine's forward update gate (FP8 on, autocast "
                "depth 0, grad enabled); a 64-wide linear layer, 256 rows of N(0, 1) activations per step, "
-               "E4M3FN delayed scaling (simulations.delayed.DelayedScaler, history 16, max) for 10 steps; "
+               "E4M3FN delayed scaling (simulations.scaling.delayed.DelayedScaler, history 16, max) for 10 steps; "
                "each candidate assertion evaluated on both runs against a run without checkpointing; "
                "stateful recipes: tensor B cast after tensor A vs cast fresh",
                values, "silent_scale_caught_by", digits={"nonreentrant_final_scale": 4, "grad_std": 2})
@@ -892,8 +892,8 @@ def silent_scale() -> Example:
 
 def fake_quant_ste() -> Example:
     """Fake quantization q = clamp(round(x / s), qmin, qmax), value q·s, and the straight-through
-    gradient: 1 where x / s lies inside [qmin, qmax] after rounding, else 0 (simulations.cliffs)."""
-    from .cliffs import fake_quant_scalar
+    gradient: 1 where x / s lies inside [qmin, qmax] after rounding, else 0 (simulations.studies.cliffs)."""
+    from .studies.cliffs import fake_quant_scalar
 
     s, qmin, qmax = 0.25, -7, 7
 
@@ -909,7 +909,7 @@ def fake_quant_ste() -> Example:
     values["value_minus_2_full_range"] = fake_quant_scalar(-2.0, s, 0, -8, 7)
     values["value_minus_2"] = fake_quant_scalar(-2.0, s, 0, qmin, qmax)
     return _ex("fake_quant_ste", "Fake quantization and its straight-through gradient",
-               "lowprec.simulations.cliffs.fake_quant_scalar(x, 0.25, 0, -7, 7) (round-half-to-even); "
+               "lowprec.simulations.studies.cliffs.fake_quant_scalar(x, 0.25, 0, -7, 7) (round-half-to-even); "
                "STE gradient 1 inside the unclipped range, 0 outside",
                values, "value_0_6")
 
@@ -920,7 +920,7 @@ CALIBRATION_RANGES = {"max": "the maximum", "p999": "the 99.9th percentile", "p9
 def calibration_ranges() -> Example:
     """A heavy-tailed tensor (Student t, 3 degrees of freedom) cast to INT4, INT8 and E4M3FN with one
     decode scale per tensor sized from the max, the 99.9th or the 99th percentile of |x|."""
-    from .metrics import error_metrics
+    from .scaling.metrics import error_metrics
     from .scaling import quantize_scaled
 
     seed, n = 1, 8192
@@ -950,7 +950,7 @@ def calibration_ranges() -> Example:
                "8192 Student-t(3) values × 1e-3 (seed 1) in float32; lowprec.simulations.scaling."
                "quantize_scaled(x, fmt, 'tensor', amax=range) with range = max, 99.9th or 99th "
                "percentile of |x|; error ‖x̂ − x‖ / ‖x‖ over all values and over the bulk (|x| ≤ the 99th "
-               "percentile), share flushed to zero (simulations.metrics); "
+               "percentile), share flushed to zero (simulations.scaling.metrics); "
                "formats.explain_cast('0.001', 'INT4', decode_scale=0.003)",
                values, "int4_best", units={k: "%" for k in values if k.endswith("_pct")},
                digits={**{k: 3 for k in values if k.endswith("_err")},

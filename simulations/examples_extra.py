@@ -23,7 +23,7 @@ from lowprec.formats import (
 )
 
 from .example_record import Example
-from .scales import decode_scale, encode_scale
+from .scaling.scales import decode_scale, encode_scale
 
 __all__ = ["EXAMPLES"]
 
@@ -183,7 +183,7 @@ def zero_tensor_scale() -> Example:
     }
     return _example(
         "zero_tensor_scale", "The safe scale of an all-zero (or non-finite) amax",
-        "lowprec.simulations.scales.decode_scale / encode_scale with amax 0, NaN and 3.5 (E4M3FN)",
+        "lowprec.simulations.scaling.scales.decode_scale / encode_scale with amax 0, NaN and 3.5 (E4M3FN)",
         values, {k: "" for k in values}, "decode_scale_zero",
     )
 

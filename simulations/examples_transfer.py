@@ -132,12 +132,12 @@ def code_minus_27() -> Example:
 
 
 def fp16_at_4() -> Example:
-    from .cliffs import absorption
+    from .studies.cliffs import absorption
 
     r = absorption("FP16", 0.0, base=4.0)
     tie = _q1(4.0 + r.threshold, FP16)
     above = _q1(4.0 + float(np.nextafter(r.threshold, 1.0)), FP16)
-    return _ex("fp16_at_4", "4 + x in FP16", "lowprec.simulations.cliffs.absorption('FP16', x, base=4): "
+    return _ex("fp16_at_4", "4 + x in FP16", "lowprec.simulations.studies.cliffs.absorption('FP16', x, base=4): "
                "the gap above 4 and the tie at half of it (nearest-even)",
                {"gap": r.gap_above, "threshold": r.threshold, "tie_goes_to": tie, "just_above_goes_to": above},
                "threshold")
@@ -145,13 +145,13 @@ def fp16_at_4() -> Example:
 
 def softmax_more() -> Example:
     """Softmax saturation of more cases: FP16 over four logits op by op, and BF16 rounded once."""
-    from .cliffs import softmax_saturation
+    from .studies.cliffs import softmax_saturation
 
     d_fp16_4 = next(d for d in range(1, 200) if softmax_saturation("FP16", [float(d), 0.0, 0.0, 0.0]).saturated)
     once = next(d for d in range(1, 200)
                 if _q1(1.0 / (1.0 + 2.0 * math.exp(-d)), BF16) == 1.0)
     return _ex("softmax_more", "Where softmax saturates: four FP16 logits, and BF16 rounded once",
-               "simulations.cliffs.softmax_saturation('FP16', [d, 0, 0, 0]) (every operation rounded); "
+               "simulations.studies.cliffs.softmax_saturation('FP16', [d, 0, 0, 0]) (every operation rounded); "
                "the exact 1 / (1 + 2 e^-d) rounded once to BF16 (what torch 2.13's CPU softmax of a "
                "BF16 tensor returns: it computes in FP32 and rounds the result)",
                {"fp16_four_d": d_fp16_4, "bf16_once_d": once}, "bf16_once_d")
@@ -163,7 +163,7 @@ def softmax_more() -> Example:
 
 
 def zero_amax_sequence() -> Example:
-    from .delayed import DelayedScaler
+    from .scaling.delayed import DelayedScaler
 
     s = DelayedScaler("E4M3FN", history_len=1, algo="most_recent", initial_encode_scale=64.0)
     seen = []
@@ -171,7 +171,7 @@ def zero_amax_sequence() -> Example:
         s.update(amax)
         seen.append(s.encode_scale)
     return _ex("zero_amax_sequence", "A delayed scale through a zero, a NaN and a real amax",
-               "simulations.delayed.DelayedScaler(E4M3FN, most_recent, initial encode scale 64): amaxes "
+               "simulations.scaling.delayed.DelayedScaler(E4M3FN, most_recent, initial encode scale 64): amaxes "
                "0, NaN, 1.75 recorded in turn (Transformer Engine's rule: 448 / amax, the previous "
                "scale for an amax of 0 or not finite)",
                {"start": 64.0, "after_zero": seen[0], "after_nan": seen[1], "final": seen[2]}, "final")
@@ -291,8 +291,8 @@ def mxfp4_rules() -> Example:
 
 
 def spike_questions_more() -> Example:
-    from .delayed import DelayedScaler
-    from .spike import simulate_stream
+    from .scaling.delayed import DelayedScaler
+    from .studies.spike import simulate_stream
 
     r = simulate_stream(format="E4M3FN", history=16, algo="max", steps=140, spike_step=100, spike=4.0, seed=0)
     clipped_x4 = float(r.delayed["clipped_fraction"][100])
@@ -307,8 +307,8 @@ def spike_questions_more() -> Example:
             spiked.append(t)
         s.update(float(amax[t]))
     return _ex("spike_questions_more", "A smaller spike, and a spike of three steps",
-               "simulations.spike.simulate_stream(E4M3FN, history 16, max, spike ×4 at step 100, seed 0): "
-               "the share the delayed scale clips at the spike; simulations.delayed.DelayedScaler(E4M3FN, "
+               "simulations.studies.spike.simulate_stream(E4M3FN, history 16, max, spike ×4 at step 100, seed 0): "
+               "the share the delayed scale clips at the spike; simulations.scaling.delayed.DelayedScaler(E4M3FN, "
                "history 8, max) over amax 1 with 50 at steps 100-102: the steps cast with a spike-sized scale",
                {"clipped_x4_pct": 100 * clipped_x4, "window_steps": len(spiked), "first": spiked[0],
                 "last": spiked[-1]},
@@ -448,7 +448,7 @@ def loss_vs_tensor() -> Example:
 
 
 def resume_at_105() -> Example:
-    from .delayed import DelayedScaler
+    from .scaling.delayed import DelayedScaler
 
     history, spike_step, resume_step, steps = 16, 95, 105, 140
     amax = np.ones(steps)
@@ -465,7 +465,7 @@ def resume_at_105() -> Example:
         resumed.update(float(amax[t]))
     differ = [t for t in range(steps) if used[t] != used_r[t]]
     return _ex("resume_at_105", "The same resume, taken five steps later",
-               "simulations.delayed.DelayedScaler(E4M3FN, history 16, max): amax 1, 50 at step 95; resumed at "
+               "simulations.scaling.delayed.DelayedScaler(E4M3FN, history 16, max): amax 1, 50 at step 95; resumed at "
                "step 105 with a fresh scaler (encode scale 1, empty history)",
                {"steps_differ": len(differ), "first": differ[0], "last": differ[-1]}, "steps_differ")
 
@@ -538,7 +538,7 @@ def lab_more() -> Example:
 def stateful_recipes() -> Example:
     """Cast tensor B fresh, and after casting tensor A, under each recipe: a recipe carries state when
     the two casts of B differ."""
-    from .delayed import DelayedScaler
+    from .scaling.delayed import DelayedScaler
     from .quant import quantize
 
     rng = np.random.default_rng(0)
@@ -567,7 +567,7 @@ def stateful_recipes() -> Example:
                else "sizes its scales from the tensor it casts" for fn in recipes.values()]
     return _ex("stateful_recipes", "Which recipes carry state across calls",
                "tensor B (4×128, N(0,1), seed 0) cast fresh and after tensor A (×4): delayed scaling with "
-               "simulations.delayed.DelayedScaler, the others with simulations.quant.quantize",
+               "simulations.scaling.delayed.DelayedScaler, the others with simulations.quant.quantize",
                {"items": list(recipes), "classes": classes}, "classes")
 
 
@@ -590,7 +590,7 @@ _RANGES = {"max": "the maximum", "p999": "the 99.9th percentile", "p99": "the 99
 
 
 def _best_range(x: np.ndarray, fmt: str) -> tuple[str, dict[str, float]]:
-    from .metrics import error_metrics
+    from .scaling.metrics import error_metrics
     from .scaling import quantize_scaled
 
     ax = np.abs(x.astype(np.float64))
@@ -943,7 +943,7 @@ PLACEMENT_ITEMS: tuple[tuple[str, str, dict[str, Any]], ...] = (
 
 
 def te_placement_questions() -> Example:
-    from .te_placement import OUTSIDE, run_placement, with_placement
+    from .studies.te_placement import OUTSIDE, run_placement, with_placement
 
     inner_default = run_placement(with_placement("inner", use_reentrant=True, gate="live"))
     per_step = max(inner_default.updates_per_step)
@@ -958,7 +958,7 @@ def te_placement_questions() -> Example:
     flush = run_placement(with_placement("inner", use_reentrant=True, gate="live", module_outside=True))
     outer = run_placement(with_placement("outer", use_reentrant=True))
     return _ex("te_placement_questions", "Placing te.autocast and te.checkpoint: what the model of TE's control flow gives",
-               "lowprec.simulations.te_placement.run_placement over 3 steps for each arrangement (Transformer "
+               "lowprec.simulations.studies.te_placement.run_placement over 3 steps for each arrangement (Transformer "
                "Engine's control flow read from its source; module A's input amax 2 + 0.5 t at step t)",
                {"inner_default_updates": updates_text,
                 "placement_items": [label for label, _, _ in PLACEMENT_ITEMS], "placement_classes": outcomes,
@@ -992,7 +992,7 @@ FIX_STEPS: dict[str, tuple[str, ...]] = {
 
 
 def defect_hunt() -> Example:
-    from .defect_hunt import CASES, hunt_lab
+    from .studies.defect_hunt import CASES, hunt_lab
 
     data = hunt_lab()
     cases = data["cases"]
@@ -1010,7 +1010,7 @@ def defect_hunt() -> Example:
                       else "its input")
     control = next(iter(cases.values()))["low_precision_off"]
     return _ex("defect_hunt", "Find the defect: the hidden designs and what the controls say",
-               "lowprec.simulations.defect_hunt.hunt_lab(): six cases of the recompute simulation (defaults: 4 "
+               "lowprec.simulations.studies.defect_hunt.hunt_lab(): six cases of the recompute simulation (defaults: 4 "
                "layers, 20 steps, seed 0, E4M3FN, history 16, max) and the controls' results",
                {"letters": list(CASES), "case_items": [f"case {k}" for k in CASES],
                 "case_classes": [DESIGN_NAMES[v] for v in CASES.values()], "still_wrong": still_wrong,
@@ -1024,8 +1024,8 @@ def quantizer_api() -> Example:
     for one (step, layer), and two workers entering one state."""
     from lowprec.formats import get_format
 
-    from .recompute_concurrency import simulate_concurrent_entry
-    from .recompute_state import (DoubleCommitError, FixedQuantizer, PhaseInfo, QuantizedTensor,
+    from .recompute.concurrency import simulate_concurrent_entry
+    from .recompute.state import (DoubleCommitError, FixedQuantizer, PhaseInfo, QuantizedTensor,
                                   SnapshotIdentityError, begin_logical_quantization, commit_quant_observation,
                                   observe_for_future_state)
 
@@ -1057,9 +1057,9 @@ def quantizer_api() -> Example:
     items = [f"worker {w}, one shared state" for w in workers] + [f"worker {w}, a state per worker" for w in workers]
     classes = [verdict(shared.outcomes[w]) for w in workers] + [verdict(own.outcomes[w]) for w in workers]
     return _ex("quantizer_api", "The separated quantizer API's guards, exercised",
-               "lowprec.simulations.recompute_state (FixedQuantizer.consumer_scaling with a snapshot of step 6 "
+               "lowprec.simulations.recompute.state (FixedQuantizer.consumer_scaling with a snapshot of step 6 "
                "at step 7; commit_quant_observation twice for one (step, layer)); "
-               "recompute_concurrency.simulate_concurrent_entry with one shared state and with one per worker",
+               "recompute.concurrency.simulate_concurrent_entry with one shared state and with one per worker",
                {"stale_outcome": stale_outcome, "double_outcome": double_outcome, "worker_items": items,
                 "worker_classes": classes, "shared_commits": int(sum(shared.commits.values())),
                 "own_commits": int(sum(own.commits.values()))},
@@ -1137,12 +1137,12 @@ def isolate_casts() -> Example:
 
 
 def shared_scale_binades() -> Example:
-    from .delayed import scale_from_amax
+    from .scaling.delayed import scale_from_amax
 
     own = scale_from_amax(3.0, E4M3FN.max, 0, 1.0)
     shared = scale_from_amax(max(3.0, 96.0), E4M3FN.max, 0, 1.0)
     return _ex("shared_scale_binades", "One scale shared by two ranks",
-               "encode scales 448 / amax (simulations.delayed.scale_from_amax) for rank A alone (amax 3) and for "
+               "encode scales 448 / amax (simulations.scaling.delayed.scale_from_amax) for rank A alone (amax 3) and for "
                "the group (the max of 3 and 96): log2 of their ratio",
                {"own": own, "shared": shared, "binades": round(math.log2(own / shared))}, "binades")
 

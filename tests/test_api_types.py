@@ -13,7 +13,10 @@ import pytest
 
 from lowprec import formats as F
 from lowprec.formats import explain
-from lowprec.simulations import attention, block_formats, cliffs, hadamard, metrics, mx, nvfp4, scales
+from lowprec.simulations.studies import attention, cliffs, hadamard
+from lowprec.simulations.blocks import records as block_formats
+from lowprec.simulations.scaling import metrics, scales
+from lowprec.simulations import mx, nvfp4
 
 OBJ = np.array([[1.0, 2.0, 3.0, 4.0]] * 2, dtype=object)
 TEXT = np.array(["1", "2"])

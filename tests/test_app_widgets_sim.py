@@ -32,7 +32,8 @@ from lowprec.app.widgets.block_formats import BlockFormats
 from lowprec.app.widgets.delayed_spike import DelayedSpike
 from lowprec.app.widgets.recompute_divergence import RecomputeDivergence
 from lowprec.app.widgets.scale_grouping import ScaleGrouping
-from lowprec.simulations import attention, blocks, grouping, recompute, scaling, spike
+from lowprec.simulations.studies import attention, grouping, spike
+from lowprec.simulations import blocks, recompute, scaling
 
 E4M3_MAX = 448.0
 F32_EPS = 2.0**-23
@@ -523,7 +524,7 @@ def test_grouping_other_studies() -> None:
     assert w._views["scale_choice"].visible and len(columns(w, "curves")["magnitude"]) == 41
     w.study = "hadamard"
     h = columns(w, "hadamard")
-    from lowprec.simulations.hadamard import hadamard_study
+    from lowprec.simulations.studies.hadamard import hadamard_study
 
     st = hadamard_study((32, 64), 100.0, 0)
     assert h["scheme"] == ["NVFP4", "NVFP4 + RHT", "MXFP4", "MXFP4 + RHT"]
@@ -547,7 +548,7 @@ def test_grouping_caption_describes_the_study_shown_with_its_numbers() -> None:
     assert (f"{expected[0]:.3g} for the row view, {expected[1]:.3g} for the columns from the source, "
             f"{expected[2]:.3g} for the columns re-quantized") in text
     w.study = "hadamard"
-    from lowprec.simulations.hadamard import hadamard_study
+    from lowprec.simulations.studies.hadamard import hadamard_study
 
     st = hadamard_study((32, 64), 100.0, 0)
     text = w._caption.object

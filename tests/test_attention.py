@@ -1,4 +1,4 @@
-"""Attention rounding (simulations.attention) against independent oracles: torch softmax, ml_dtypes /
+"""Attention rounding (simulations.studies.attention) against independent oracles: torch softmax, ml_dtypes /
 numpy casts, grids built from ml_dtypes code lists, Fraction arithmetic and exact enumeration.
 
 Statistical tolerances come from the number of trials T: a mean of T independent errors with variance
@@ -22,16 +22,9 @@ import torch
 from lowprec import strictjson
 from lowprec.config import ConfigError
 
-from lowprec.simulations.attention import (
-    AttentionInputs,
-    attention_product_example,
-    make_inputs,
-    round_probs,
-    run_attention,
-    simulate_attention,
-    softmax_probs,
-    stochastic_variance,
-)
+from lowprec.simulations.studies.attention import (AttentionInputs, attention_product_example, make_inputs,
+                                                   round_probs, run_attention, simulate_attention, softmax_probs,
+                                                   stochastic_variance)
 
 Z = 5.0
 
@@ -228,7 +221,7 @@ def test_trials_are_bounded_and_arrays_must_be_real() -> None:
     import time
 
     from lowprec.config import fields_of
-    from lowprec.simulations.attention import MAX_TRIALS, AttentionConfig
+    from lowprec.simulations.studies.attention import MAX_TRIALS, AttentionConfig
 
     assert {k.name: k.bounds for k in fields_of(AttentionConfig)}["trials"] == (1, MAX_TRIALS)
     inp = make_inputs(4, 2)
@@ -384,7 +377,7 @@ def test_result_is_json_and_reproducible() -> None:
 
 def test_module_main_and_cli_write_json(tmp_path) -> None:  # type: ignore[no-untyped-def]
     from lowprec.app.cli import main as cli_main
-    from lowprec.simulations.attention import main
+    from lowprec.simulations.studies.attention import main
 
     out = tmp_path / "a.json"
     assert main(["--seq", "8", "--head-dim", "4", "--trials", "10", "--rounding", "stochastic",
@@ -439,7 +432,7 @@ def test_python_m_attention_matches_the_function(tmp_path) -> None:  # type: ign
     import sys
 
     out = tmp_path / "m.json"
-    res = subprocess.run([sys.executable, "-m", "lowprec.simulations.attention", "--seq", "6", "--head-dim", "3",
+    res = subprocess.run([sys.executable, "-m", "lowprec.simulations.studies.attention", "--seq", "6", "--head-dim", "3",
                           "--format", "e5m2", "--v-format", "BF16", "--json", str(out), "--quiet"],
                          capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr

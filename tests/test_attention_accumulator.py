@@ -15,8 +15,8 @@ import pytest
 
 from lowprec import formats
 from lowprec.config import ConfigError
-from lowprec.simulations import knobs
-from lowprec.simulations.attention import AttentionConfig, simulate_attention
+from lowprec.simulations.framework import knobs
+from lowprec.simulations.studies.attention import AttentionConfig, simulate_attention
 from lowprec.simulations.gemm import ACCUMULATORS
 from tests.gemm_oracle import mmasim_available, mmasim_mma
 

@@ -11,7 +11,7 @@ import pytest
 
 from lowprec import strictjson
 from lowprec.simulations import block_conventions as BC
-from lowprec.simulations.block_comparison import block_conventions_table, compare_conventions
+from lowprec.simulations.blocks.comparison import block_conventions_table, compare_conventions
 from lowprec.simulations.mx import quantize_mx
 from lowprec.simulations.nvfp4 import quantize_nvfp4
 from tests.scaling_oracles import code_value, rne_code

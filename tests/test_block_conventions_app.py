@@ -9,7 +9,7 @@ import pytest
 
 from lowprec import strictjson
 from lowprec.simulations import block_conventions as BC
-from lowprec.simulations.block_comparison import block_conventions_table
+from lowprec.simulations.blocks.comparison import block_conventions_table
 from lowprec.simulations.examples_blocks import worked_block_comparison
 
 

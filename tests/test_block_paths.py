@@ -1,4 +1,4 @@
-"""The compiled MX block quantizer (`simulations._block_kernels`) against the numpy reference path of
+"""The compiled MX block quantizer (`simulations.quant._mx_kernels`) against the numpy reference path of
 `quantize_mx`, bit for bit, for every block convention × element format × scale rule (and float64
 input under ocp), on named edge blocks: all ±0, NaN (payloads, signs, all-NaN), ±Inf, amax exactly at
 and one float32 step either side of the floor / rceil boundaries and of each element format's
@@ -224,7 +224,7 @@ def _log2_reference(field: np.ndarray, mant: np.ndarray) -> np.ndarray:
 def test_log2_table_near_every_threshold(max_elem: float) -> None:
     """torchao rceil's step after the division, as the kernel's table, against the reference
     function at mantissas 0, max and each binade's threshold ±2 (the slow sweep covers every d)."""
-    from lowprec.simulations._block_kernels import log2_tables
+    from lowprec.simulations.quant._mx_kernels import log2_tables
 
     base, thr = log2_tables(max_elem)
     offsets = np.tile(np.array([-2, -1, 0, 1, 2]), 255)
@@ -242,7 +242,7 @@ def test_log2_table_near_every_threshold(max_elem: float) -> None:
 def test_log2_table_every_float32_ratio() -> None:
     """Every non-negative finite float32 d (2^31 − 2^23 patterns) through the table and the
     reference function, for each MX element format's max (about a minute per format)."""
-    from lowprec.simulations._block_kernels import log2_tables
+    from lowprec.simulations.quant._mx_kernels import log2_tables
 
     chunk = 1 << 24
     t0 = time.perf_counter()

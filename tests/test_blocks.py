@@ -16,7 +16,7 @@ from hypothesis.extra.numpy import arrays
 
 from lowprec import strictjson
 from lowprec.config import ConfigError
-from lowprec.simulations import block_formats as BF
+from lowprec.simulations.blocks import records as BF
 from lowprec.simulations import blocks as B
 from tests.scaling_oracles import DTYPES, code_value, fmt_max, positive_grid, rne_code
 

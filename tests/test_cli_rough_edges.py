@@ -209,7 +209,7 @@ def test_crosscheck_without_torch_names_the_install_command() -> None:
 
 
 def test_spike_summary_gives_percentages_like_the_lessons() -> None:
-    from lowprec.simulations import spike
+    from lowprec.simulations.studies import spike
 
     result = spike.simulate_spike(spike.SpikeConfig(steps=60, spike_step=30, size=256))
     (line,) = spike.summary_lines(result)

@@ -14,7 +14,7 @@ import pytest
 
 from lowprec import strictjson
 from lowprec.app.cli import main
-from lowprec.simulations import hadamard
+from lowprec.simulations.studies import hadamard
 from tests.conftest import ROOT
 
 ARGS = ["--rows", "8", "--cols", "64", "--outlier", "50", "--seed", "2"]
@@ -43,7 +43,7 @@ def test_simulate_hadamard_json_html_and_summary(tmp_path: Path, capsys: pytest.
 def test_simulate_hadamard_equals_python_m(tmp_path: Path) -> None:
     a, b = tmp_path / "a.json", tmp_path / "b.json"
     assert main(["simulate", "hadamard", *ARGS, "--json", str(a), "--quiet"]) == 0
-    res = subprocess.run([sys.executable, "-m", "lowprec.simulations.hadamard", *ARGS, "--json", str(b), "--quiet"],
+    res = subprocess.run([sys.executable, "-m", "lowprec.simulations.studies.hadamard", *ARGS, "--json", str(b), "--quiet"],
                          cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     assert a.read_text() == b.read_text()

@@ -116,18 +116,19 @@ def test_json_to_stdout(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_python_m_simulations(tmp_path: Path) -> None:
     out = tmp_path / "d.json"
-    res = subprocess.run([sys.executable, "-m", "lowprec.simulations.spike", "--steps", "12", "--spike-step", "6",
+    res = subprocess.run([sys.executable, "-m", "lowprec.simulations.studies.spike", "--steps", "12", "--spike-step", "6",
                           "--size", "128", "--json", str(out), "--csv", str(tmp_path / "d.csv")],
                          cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     assert len(strictjson.loads(out.read_text())["steps"]) == 12
     assert res.stdout.startswith("steps: 12; at step 6: delayed clipped ")  # the summary, as `lowprec simulate`
-    from lowprec.simulations import blocks, grouping
+    from lowprec.simulations import blocks
+    from lowprec.simulations.studies import grouping
 
     assert blocks.main(["--rows", "16", "--cols", "32", "--json", str(tmp_path / "b.json")]) == 0
     assert grouping.main(["--study", "transpose", "--rows", "32", "--cols", "32", "--json", str(tmp_path / "t.json")]) == 0
     assert strictjson.loads((tmp_path / "b.json").read_text())["study"] == "blocks"
-    from lowprec.simulations import hadamard
+    from lowprec.simulations.studies import hadamard
 
     assert hadamard.main(["--rows", "4", "--cols", "32", "--json", str(tmp_path / "h.json")]) == 0
     assert strictjson.loads((tmp_path / "h.json").read_text())["study"] == "hadamard"
@@ -143,7 +144,7 @@ class _FakeTTY(io.StringIO):
 @pytest.mark.parametrize("quiet", [False, True])
 def test_progress_bar_is_driven(quiet: bool) -> None:
     from lowprec.app.commands.progress import ProgressBar
-    from lowprec.simulations.spike import simulate_stream
+    from lowprec.simulations.studies.spike import simulate_stream
 
     stream = _FakeTTY()
     bar = ProgressBar("spike", quiet=quiet, stream=stream, delay_s=0.0)

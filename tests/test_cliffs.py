@@ -1,4 +1,4 @@
-"""Precision cliffs (simulations.cliffs) against independent oracles: numpy's IEEE float32/float16
+"""Precision cliffs (simulations.studies.cliffs) against independent oracles: numpy's IEEE float32/float16
 arithmetic, ml_dtypes casts, Fraction arithmetic, torch's fake quantization and autograd."""
 
 from __future__ import annotations
@@ -12,23 +12,10 @@ import numpy as np
 import pytest
 import torch
 
-from lowprec.simulations.cliffs import (
-    absorption,
-    add_in,
-    all_cliffs,
-    exact_sum_round_to_odd,
-    fake_quant,
-    fake_quant_grad_mask,
-    fake_quant_scalar,
-    flip_sensitive,
-    qat_linear_fit,
-    saturating_logits,
-    scaling_comparison,
-    softmax_saturation,
-    tie_flip,
-    tie_points,
-    update_stall_sweep,
-)
+from lowprec.simulations.studies.cliffs import (absorption, add_in, all_cliffs, exact_sum_round_to_odd, fake_quant,
+                                                fake_quant_grad_mask, fake_quant_scalar, flip_sensitive,
+                                                qat_linear_fit, saturating_logits, scaling_comparison,
+                                                softmax_saturation, tie_flip, tie_points, update_stall_sweep)
 
 # ------------------------------------------------------------------------------------------------
 # correctly rounded sums
@@ -296,7 +283,7 @@ def test_scaling_comparison_against_ml_dtypes() -> None:
 
 
 def test_all_cliffs_is_json(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from lowprec.simulations.cliffs import main
+    from lowprec.simulations.studies.cliffs import main
 
     json.dumps(all_cliffs(), allow_nan=False)
     out = tmp_path / "cliffs.json"

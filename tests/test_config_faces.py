@@ -10,7 +10,7 @@ a list) has an entry with every face — its `lowprec simulate` subcommand, an `
 caption, its widget (or a stated reason for having none) and its exported control — and the
 command line, the export and the captions enumerate the registry. Knobs that several simulations
 have (the delayed scaler's history, algo and margin; seeds) have one declaration and one set of
-bounds (`lowprec.simulations.knobs`).
+bounds (`lowprec.simulations.framework.knobs`).
 """
 
 from __future__ import annotations
@@ -30,8 +30,9 @@ from lowprec.app.sim_faces import FACES, SimulationFaces, faces, faces_of_widget
 from lowprec.app.widgets import WIDGETS, get_widget_class
 from lowprec.config import Knob, config_record, fields_of
 from lowprec.extras import missing_dependency
-from lowprec.simulations import delayed, knobs
-from lowprec.simulations._cli import OUTPUT_OPTIONS, Simulation
+from lowprec.simulations.scaling import delayed
+from lowprec.simulations.framework import knobs
+from lowprec.simulations.framework.cli import OUTPUT_OPTIONS, Simulation
 
 NAMES = list(FACES)
 WITH_WIDGET = [n for n, e in FACES.items() if e.widget is not None]
@@ -230,12 +231,12 @@ def test_shared_knobs_are_the_one_declaration(name: str) -> None:
 def test_the_delayed_model_checks_the_knobs_bounds() -> None:
     """The bounds the records declare are the model's: its constructors refuse what the knob refuses,
     naming the parameter and the bounds (`DelayedScaler(margin=32767)` was an OverflowError)."""
-    from lowprec.simulations.recompute_state import DelayedScaleState
+    from lowprec.simulations.recompute.state import DelayedScaleState
 
     assert SHARED["margin"].bounds == delayed.MARGIN_BOUNDS == (0, 64)
     assert SHARED["history"].bounds == delayed.HISTORY_BOUNDS
     assert SHARED["algo"].choices == delayed.AMAX_ALGOS == delayed.ALGOS
-    from lowprec.simulations.recompute_state import AMAX_ALGOS
+    from lowprec.simulations.recompute.state import AMAX_ALGOS
 
     assert AMAX_ALGOS is delayed.AMAX_ALGOS  # one list of the reductions
     lo, hi = delayed.MARGIN_BOUNDS
@@ -256,7 +257,7 @@ def test_the_delayed_model_checks_the_knobs_bounds() -> None:
 
 
 def test_an_alias_must_name_a_knob_and_sets_it() -> None:
-    from lowprec.simulations._cli import OptionAlias
+    from lowprec.simulations.framework.cli import OptionAlias
     from lowprec.simulations.recompute import SIMULATION
 
     with pytest.raises(ValueError, match="alias --old names no knob of RecomputeConfig"):

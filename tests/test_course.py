@@ -45,7 +45,7 @@ SLUGS_BEFORE_ISSUE_12 = (
     "stateful-quantizers-under-recompute", "ptq-qat-fake-quant", "reading-published-recipes",
     "promoting-a-precision-change",
 )
-#: the recompute lab's steps, in order (lowprec.simulations.recompute_state.QUANTIZERS names)
+#: the recompute lab's steps, in order (lowprec.simulations.recompute.state.QUANTIZERS names)
 LAB_STEPS = ("consume-after-advance", "recompute-mutates", "shared-state", "shared-state-snapshot",
              "stale-centre", "gate-asymmetry")
 
@@ -156,7 +156,7 @@ def _lesson(slug: str) -> Lesson:
 
 
 def test_lab_walks_every_defect_variant_with_a_prediction_each() -> None:
-    from lowprec.simulations.recompute_state import QUANTIZERS
+    from lowprec.simulations.recompute.state import QUANTIZERS
 
     assert set(LAB_STEPS) <= set(QUANTIZERS)
     blocks = _blocks(_lesson("stateful-quantizers-under-recompute"))

@@ -6,9 +6,9 @@ headless Chromium, on a probe lesson written here:
   checked; both by keyboard-reachable buttons and selects;
 - the Transformer Engine placement lab, hidden until its prediction is answered: a named placement,
   `use_reentrant`, the stash gate; the four predictions must be locked in before the timeline shows;
-  the outcome and the timeline are the model's (`simulations.te_placement.run_placement`);
+  the outcome and the timeline are the model's (`simulations.studies.te_placement.run_placement`);
 - the find-the-defect lab: a case and its controls, each control's result drawn from
-  `simulations.defect_hunt.hunt_lab`;
+  `simulations.studies.defect_hunt.hunt_lab`;
 - no serious or critical axe violation in the components; no request leaves the server (or the disk);
   no console or page error.
 
@@ -164,7 +164,7 @@ def _shot(page: Any, name: str) -> None:
 
 
 def walk(lesson: LabsPage, name: str) -> None:
-    from lowprec.simulations.te_placement import run_placement, with_placement
+    from lowprec.simulations.studies.te_placement import run_placement, with_placement
 
     page = lesson.page
     lesson.open()
@@ -238,7 +238,7 @@ def walk(lesson: LabsPage, name: str) -> None:
     _shot(page, f"{name}-placement")
 
     # the hunt: case E's state transitions, case D's ownership
-    from lowprec.simulations.defect_hunt import hunt_lab
+    from lowprec.simulations.studies.defect_hunt import hunt_lab
 
     data = hunt_lab()
     hpred = page.locator(HUNT_PRED)

@@ -1,8 +1,8 @@
 """The course's new models and answer kinds (issue 31):
 
-- `simulations.te_placement`: every finding of the seed-001 pull request about Transformer Engine's
+- `simulations.studies.te_placement`: every finding of the seed-001 pull request about Transformer Engine's
   placements, asserted as stated there (the oracle), per arrangement; bad input is refused;
-- `simulations.defect_hunt`: every hidden case is diagnosed by the write-up's ladder read
+- `simulations.studies.defect_hunt`: every hidden case is diagnosed by the write-up's ladder read
   independently from the controls' data, and the data is strict JSON;
 - the `order` and `classify` answer kinds: parsing, checking, and the refusals that keep a question
   honest (an order shown in the right order, a category that does not exist).
@@ -16,8 +16,8 @@ import pytest
 
 from lowprec import strictjson
 from lowprec.app.lesson_blocks import BlockError, read_block, resolve_answer
-from lowprec.simulations.te_placement import (OUTSIDE, PlacementCase, placement_lab, run_placement,
-                                              with_placement)
+from lowprec.simulations.studies.te_placement import (OUTSIDE, PlacementCase, placement_lab, run_placement,
+                                                      with_placement)
 from tests.transfer_oracles import diagnose
 
 # ------------------------------------------------------------------------------------------------
@@ -96,7 +96,7 @@ def test_bad_arrangements_are_refused() -> None:
 
 
 def test_every_hidden_case_is_diagnosed_by_the_ladder() -> None:
-    from lowprec.simulations.defect_hunt import CASES, hunt_lab
+    from lowprec.simulations.studies.defect_hunt import CASES, hunt_lab
 
     data = hunt_lab()
     names = {"fixed": "the corrected design"}
@@ -115,7 +115,7 @@ def test_the_hunts_telemetry_is_the_non_saturating_run() -> None:
     applied exactly when its loss and gradient norm are finite."""
     import numpy as np
 
-    from lowprec.simulations.defect_hunt import CASES, hunt_lab
+    from lowprec.simulations.studies.defect_hunt import CASES, hunt_lab
     from lowprec.simulations.recompute import run_recompute
 
     letter = next(k for k, v in CASES.items() if v == "consume-after-advance")

@@ -14,9 +14,9 @@ import pytest
 
 from lowprec import formats, strictjson
 from lowprec.config import ConfigError
-from lowprec.simulations import delayed as D
-from lowprec.simulations.spike import SpikeConfig, simulate_stream
-from lowprec.simulations.streams import TensorStream
+from lowprec.simulations.scaling import delayed as D
+from lowprec.simulations.studies.spike import SpikeConfig, simulate_stream
+from lowprec.simulations.scaling.streams import TensorStream
 
 F = 448.0
 
@@ -173,7 +173,7 @@ def test_every_format_choice_runs(fmt: str) -> None:
 def test_batched_stream_equals_stepping_the_scalers(kw: dict) -> None:
     """simulate_stream batches steps; stepping DelayedScaler/CurrentScaler.quantize one tensor at a
     time and calling cast_metrics must give the same bits for every metric."""
-    import lowprec.simulations.delayed as D
+    import lowprec.simulations.scaling.delayed as D
 
     args: dict[str, Any] = dict(format="E4M3FN", history=16, algo="max", margin=0, steps=200, spike_step=100,
                                 spike=50.0, seed=0, stream="spike", size=4096)
@@ -253,7 +253,7 @@ def test_a_tiny_amax_is_clamped_to_float32_max_not_infinite() -> None:
     """F / amax beyond float32 (TE: 'the amax is too tiny that the scale becomes infinite in FP32'):
     the scale is float32's largest value, in the current scaler, the delayed scaler and the
     recompute state alike, and the decode scale stays finite and non-zero."""
-    from lowprec.simulations.recompute_state import DelayedScaleState, HistoryEntry
+    from lowprec.simulations.recompute.state import DelayedScaleState, HistoryEntry
 
     tiny = 2.0**-149  # the smallest float32 subnormal: 448 / tiny ≈ 3e47
     assert D.scale_from_amax(tiny, F, 0, 1.0) == F32_MAX
@@ -273,7 +273,7 @@ def test_spike_scaler_and_recompute_state_are_one_model() -> None:
     (`DelayedScaling`): fed the same amaxes (zeros, Inf, NaN, a spike), they hold the same scale
     at every step, for both reductions, equal to TE's update over the window written out here
     (a NaN in a `max` window keeps the previous scale until it leaves the window)."""
-    from lowprec.simulations.recompute_state import DelayedScaleState, HistoryEntry
+    from lowprec.simulations.recompute.state import DelayedScaleState, HistoryEntry
 
     amaxes = [2.0, 3.0, 0.0, 100.0, 1.5, float("nan"), 2.5, float("inf"), 1.0, 1.25, 0.5, 4.0, 3.0]
     for algo in ("max", "most_recent"):
@@ -295,7 +295,7 @@ def test_spike_scaler_and_recompute_state_are_one_model() -> None:
 def test_the_recompute_state_names_the_entry_that_set_its_scale() -> None:
     """Under `max` the scale comes from the first maximal entry of the window, and the state names
     that entry's layer; a kept scale keeps its source."""
-    from lowprec.simulations.recompute_state import DelayedScaleState, HistoryEntry
+    from lowprec.simulations.recompute.state import DelayedScaleState, HistoryEntry
 
     state = DelayedScaleState("shared", F, 4, "max")
     assert state.scale_source_layer == -1  # the initial scale

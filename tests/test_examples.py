@@ -226,7 +226,7 @@ def test_mx_scale_rounding() -> None:
 
 def test_delayed_spike_is_consistent() -> None:
     if "delayed_spike" not in EXAMPLES:
-        pytest.skip("lowprec.simulations.delayed not present")
+        pytest.skip("lowprec.simulations.scaling.delayed not present")
     v = vals("delayed_spike")
     assert v["clipped_at_spike_delayed_percent"] == pytest.approx(100 * v["clipped_at_spike_delayed"])
     # a ×50 spike against a scale sized for the previous amax: most of the tensor clips
@@ -236,7 +236,7 @@ def test_delayed_spike_is_consistent() -> None:
     # the quoted number itself, recomputed from the same seeded tensors with the recipe written out:
     # scale at the spike = float32(448 / max(amax of the 16 steps before)); E4M3FN saturates beyond
     # 464 (448 + half its gap of 32; the tie 464 rounds to 448's even code)
-    from lowprec.simulations.streams import TensorStream
+    from lowprec.simulations.scaling.streams import TensorStream
 
     h, t = int(v["history_len"]), int(v["spike_step"])
     stream = TensorStream("spike", 4096, 1.0, t, float(v["spike"]), "tensor", 0.0, 1, 0, 1.0, 0)

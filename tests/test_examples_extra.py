@@ -200,7 +200,7 @@ def test_claims_in_lessons_5_9_10_12() -> None:
 
 
 def test_zero_tensor_scale() -> None:
-    # simulations.scales documents the identity as the safe scale of a zero or non-finite amax
+    # simulations.scaling.scales documents the identity as the safe scale of a zero or non-finite amax
     assert v("zero_tensor_scale", "decode_scale_zero") == 1.0
     assert v("zero_tensor_scale", "encode_scale_zero") == 1.0
     assert v("zero_tensor_scale", "decode_scale_nan") == 1.0

@@ -173,7 +173,7 @@ def nvfp4_transposed_bucket() -> str:
 # -- the spike (lesson 7): the delayed scale re-derived from the stream's tensors -------------------
 
 def spike_clip_bucket() -> str:
-    from lowprec.simulations.spike import SpikeConfig
+    from lowprec.simulations.studies.spike import SpikeConfig
 
     src = SpikeConfig(format="E4M3FN", history=16, algo="max", steps=200, spike_step=100, spike=50.0,
                       seed=0).tensor_stream()

@@ -51,8 +51,9 @@ INTERNAL = re.compile(r"not supported between instances|only integers, slices|ha
                       r"invalid literal for int|axis \d+ is out of bounds")
 
 SIMULATION_MODULES = (
-    "attention", "block_comparison", "block_conventions", "block_formats", "blocks", "delayed",
-    "granularity", "grouping", "hadamard", "metrics", "mx", "nvfp4", "scales", "scaling", "spike", "streams",
+    "studies.attention", "blocks.comparison", "block_conventions", "blocks.records", "blocks", "scaling.delayed",
+    "scaling.granularity", "studies.grouping", "studies.hadamard", "scaling.metrics", "mx", "nvfp4", "scaling.scales",
+    "scaling", "studies.spike", "scaling.streams",
     "quant.engine", "quant.recipes", "quant.rht", "quant.fp8_blockwise", "quant.mxint", "quant.transpose",
 )
 #: modules whose functions are not fuzzed directly, and why (their faces are: the CLI fuzz below
@@ -331,7 +332,7 @@ SIMULATE = ("spike", "grouping", "blocks", "attention", "hadamard", "recompute")
 
 def _record(name: str) -> Any:
     if name == "recompute":
-        from lowprec.simulations.recompute_config import RecomputeConfig
+        from lowprec.simulations.recompute.config import RecomputeConfig
 
         return RecomputeConfig
     return importlib.import_module(f"lowprec.simulations.{name}").SIMULATION.config
@@ -368,8 +369,8 @@ def option_values(draw: st.DrawFn, record: Any) -> list[str]:
 def test_fuzz_simulate_command(name: str, monkeypatch: Any) -> None:
     """Options drawn from each knob's choices, bounds (and just outside them) and garbage, under a
     small budget (1 s estimated: a request over it must be refused in one line like any bad value)."""
-    import lowprec.simulations._cli as sim_cli
-    import lowprec.simulations.recompute_cli as recompute_cli
+    import lowprec.simulations.framework.cli as sim_cli
+    import lowprec.simulations.recompute.cli as recompute_cli
     from lowprec.app.cli import main as cli_main
     from lowprec.config import Budget
 

@@ -13,7 +13,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from lowprec.simulations import grouping as G
+from lowprec.simulations.studies import grouping as G
 
 
 def _rms_rel(x: np.ndarray, x_hat: np.ndarray) -> float:

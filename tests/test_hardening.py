@@ -18,8 +18,10 @@ import pytest
 from lowprec import formats
 from lowprec.app.cli import main as cli_main
 from lowprec.config import APP_BUDGET, CLI_BUDGET, Budget, BudgetError, Cost, check_budget, option_name
-from lowprec.simulations import attention, delayed, mx, nvfp4, spike
-from lowprec.simulations._io import check_output_path
+from lowprec.simulations.studies import attention, spike
+from lowprec.simulations.scaling import delayed
+from lowprec.simulations import mx, nvfp4
+from lowprec.simulations.framework.io import check_output_path
 
 # ------------------------------------------------------------------------------------------------
 # escaping: user text is data, never HTML
@@ -333,7 +335,7 @@ def test_cli_refuses_unbounded_work_in_one_line(argv: list[str], message: str, c
 
 def test_force_lifts_the_cli_budget(monkeypatch: Any, capsys: Any) -> None:
     """With a tiny budget the default run is refused; --force runs it."""
-    import lowprec.simulations._cli as sim_cli
+    import lowprec.simulations.framework.cli as sim_cli
 
     monkeypatch.setattr(sim_cli, "CLI_BUDGET", Budget(bytes=1.0, seconds=1e-9, where="the command line"))
     rc, err = _cli(["simulate", "attention", "--seq", "8", "--quiet"], capsys)
@@ -478,7 +480,7 @@ def test_served_update_runs_off_the_loop_shows_busy_and_superseded_runs_are_drop
 def test_worker_process_gives_the_inline_result_bit_for_bit() -> None:
     from lowprec.app import work
     from lowprec.config import from_mapping
-    from lowprec.simulations import attention
+    from lowprec.simulations.studies import attention
 
     config = from_mapping(attention.AttentionConfig, {"seq": 32, "trials": 40, "rounding": "stochastic"})
     remote = work.run_simulation(attention.SIMULATION, config)

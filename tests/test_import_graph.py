@@ -25,6 +25,13 @@ cannot do so without importing it. They are named here one by one, import no thi
 themselves, and nothing of the app imports them but the `lowprec.app.bench*` aliases of their old
 `python -m` paths; the no-cycle check still holds over them. The GPU benchmark needs no exception:
 it reaches Triton through `lowprec.gpu.timing`.
+
+Inside `simulations`, subpackages by concept (issue 27 item 7) point down too (`SIMULATIONS_MAY_IMPORT`):
+`scaling` (scaled casts, granularity, scales, metrics, delayed scaling, tensor streams) at the bottom,
+then the framework (`Simulation`, its command lines, shared knobs) and the recipes (`quant`), then
+the products (`gemm`) and the recompute simulation, then blocks, the lab and the single-module
+studies, then `stateful`. No subpackage imports a module at the top of `simulations/` (the course's
+worked examples and the alias modules kept for old names); nothing of lowprec imports an alias module.
 """
 
 from __future__ import annotations
@@ -35,7 +42,7 @@ from pathlib import Path
 import lowprec
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from importgraph import Graph, build  # noqa: E402
+from importgraph import Graph, _modules, build  # noqa: E402
 
 LEAVES = {"lowprec", "lowprec.strictjson", "lowprec.config", "lowprec.extras", "lowprec.commandline",
           "lowprec.numtext"}
@@ -58,12 +65,24 @@ THIRD_PARTY_ONLY_IN: dict[str, tuple[str, ...]] = {
     # examples_course: the checkpointing primer and the seed-001 lesson run torch.utils.checkpoint
     # lab.torch_reader: a PyTorch state dict is read with torch.load(weights_only=True)
     # examples_transfer: the course's checkpointing probes run torch.utils.checkpoint (issue 31)
-    "torch": ("lowprec.simulations.recompute_harness", "lowprec.simulations.examples_course",
+    "torch": ("lowprec.simulations.recompute.harness", "lowprec.simulations.examples_course",
               "lowprec.simulations.examples_transfer",
               "lowprec.simulations.lab.torch_reader", "lowprec.gpu.", "lowprec.benchmarks."),
 }
 #: benchmarks that drive the app and may import it (see the module docstring)
 APP_BENCHMARKS = {"lowprec.benchmarks.app", "lowprec.benchmarks.isolation"}
+#: simulations' subpackage → the subpackages it may import (besides itself): a DAG, bottom first
+SIMULATIONS_MAY_IMPORT: dict[str, set[str]] = {
+    "scaling": set(),
+    "framework": {"scaling"},
+    "quant": {"scaling"},
+    "gemm": {"framework", "scaling", "quant"},
+    "recompute": {"framework", "scaling"},
+    "blocks": {"framework", "scaling", "quant"},
+    "lab": {"framework", "scaling", "quant", "gemm"},
+    "studies": {"framework", "scaling", "quant", "gemm", "recompute", "blocks"},
+    "stateful": {"framework", "scaling", "quant", "gemm", "recompute", "studies"},
+}
 #: cycles tolerated for now (none: keep it that way)
 KNOWN_CYCLES: list[list[str]] = []
 
@@ -151,6 +170,74 @@ def test_only_the_named_benchmarks_may_import_the_app() -> None:
     assert layering_problems(g) == [
         "lowprec.benchmarks.formats (benchmarks) imports lowprec.app.pages (app)",
         "lowprec.benchmarks.app imports panel"]
+
+
+SIM = "lowprec.simulations"
+
+
+def _sim_part(module: str) -> str | None:
+    """The subpackage of a simulations module; "" for a module at the top of simulations/ (or the
+    package itself); None outside simulations."""
+    parts = module.split(".")
+    if parts[:2] != SIM.split("."):
+        return None
+    if len(parts) == 2:
+        return ""
+    return parts[2] if f"{SIM}.{parts[2]}" in GRAPH_PACKAGES else ""
+
+
+GRAPH_PACKAGES = {m for m, path in _modules(Path(lowprec.__path__[0])).items() if path.name == "__init__.py"}
+
+
+def simulations_problems(g: Graph) -> list[str]:
+    problems = []
+    for mod, targets in sorted(g.edges.items()):
+        src = _sim_part(mod)
+        if not src:
+            continue
+        for t in sorted(targets):
+            dst = _sim_part(t)
+            if dst is None or dst == src or t == SIM:
+                continue
+            if dst == "":
+                problems.append(f"{mod} ({src}) imports {t}, a module at the top of simulations/")
+            elif dst not in SIMULATIONS_MAY_IMPORT.get(src, set()):
+                problems.append(f"{mod} ({src}) imports {t} ({dst})")
+    return problems
+
+
+def test_simulations_subpackages_exist() -> None:
+    subpackages = {m.split(".")[2] for m in GRAPH_PACKAGES if m.startswith(SIM + ".") and m.count(".") == 2}
+    assert subpackages == set(SIMULATIONS_MAY_IMPORT)
+
+
+def test_simulations_subpackages_point_down() -> None:
+    assert simulations_problems(GRAPH) == []
+
+
+def _alias_modules() -> set[str]:
+    import lowprec.simulations
+
+    root = Path(lowprec.simulations.__path__[0])
+    return {f"{SIM}.{p.stem}" for p in root.glob("*.py")
+            if "sys.modules[__name__] = _module" in p.read_text(encoding="utf-8")}
+
+
+def test_nothing_imports_an_alias_module() -> None:
+    aliases = _alias_modules()
+    assert {f"{SIM}.{n}" for n in ("mx", "nvfp4", "block_conventions", "attention", "grouping", "hadamard",
+                                      "spike", "delayed", "te_placement", "defect_hunt")} <= aliases
+    users = sorted(f"{m} imports {t}" for m, ts in GRAPH.edges.items() for t in ts
+                   if t in aliases and m not in aliases)
+    assert users == []
+
+
+def test_the_simulations_checker_sees_a_violation() -> None:
+    g = Graph(edges={f"{SIM}.quant.engine": {f"{SIM}.gemm.core", f"{SIM}.examples"},
+                     f"{SIM}.scaling.metrics": {f"{SIM}.scaling.granularity"}})
+    assert simulations_problems(g) == [
+        f"{SIM}.quant.engine (quant) imports {SIM}.examples, a module at the top of simulations/",
+        f"{SIM}.quant.engine (quant) imports {SIM}.gemm.core (gemm)"]
 
 
 def test_the_floor_leaf_stays_below_the_other_leaves() -> None:

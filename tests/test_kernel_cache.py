@@ -97,7 +97,7 @@ def test_kernel_modules_take_globals_only_from_fingerprinted_files() -> None:
     files = K.kernel_source_files()
     covered = {p.resolve() for p in files}
     kernel_modules = [p for p in files if p.name.endswith("_kernels.py")]
-    assert {p.name for p in kernel_modules} >= {"_kernels.py", "_mx_kernels.py", "_block_kernels.py"}
+    assert {p.name for p in kernel_modules} >= {"_kernels.py", "_mx_kernels.py"}
     for module in kernel_modules:
         outside = sorted(str(p.relative_to(ROOT)) for p in _lowprec_imports(module)
                          if p.resolve() not in covered)

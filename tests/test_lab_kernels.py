@@ -38,7 +38,7 @@ from lowprec.simulations.lab.recipes import (
     transform_compiled,
 )
 from lowprec.simulations.lab.runner import analyze_rows
-from lowprec.simulations.metrics import overflow_threshold
+from lowprec.simulations.scaling.metrics import overflow_threshold
 from lowprec.simulations.quant.rht import RHT_CONVENTIONS, apply_rht, inverse_rht
 from tests import lab_frozen
 from tests import test_lab_metrics as oracle

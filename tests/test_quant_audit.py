@@ -33,7 +33,7 @@ def test_old_modules_are_the_quant_modules(old: str, new: str) -> None:
 
 
 def test_block_formats_are_views_of_the_registry() -> None:
-    from lowprec.simulations.block_formats import BLOCK_FORMATS
+    from lowprec.simulations.blocks.records import BLOCK_FORMATS
 
     for name, bf in BLOCK_FORMATS.items():
         r = quant.RECIPES[name.lower()]

@@ -13,7 +13,7 @@ import pytest
 
 from lowprec import strictjson
 from lowprec.simulations import quant
-from lowprec.simulations.hadamard import hadamard_study
+from lowprec.simulations.studies.hadamard import hadamard_study
 from lowprec.simulations.lab.readers import array_source
 from lowprec.simulations.lab.recipes import parse_recipes
 from lowprec.simulations.lab.runner import TensorReport, analyze_arrays, analyze_rows

@@ -1,4 +1,4 @@
-"""Recompute divergence (simulations/recompute.py): the seed write-up's checklist as code.
+"""Recompute divergence (simulations/recompute/__init__.py): the seed write-up's checklist as code.
 
 Oracles: ml_dtypes casts for codes, an independent plain-torch training loop (no checkpointing, its
 own delayed scaler written here) for the fixed design, torch's non-checkpointed autograd for the
@@ -496,6 +496,6 @@ def test_warm_up_loads_the_lazy_checkpoint_machinery() -> None:
     import subprocess
     import sys
 
-    code = ("import sys, lowprec.simulations.recompute_harness as R; assert 'torch._dynamo' not in sys.modules; "
+    code = ("import sys, lowprec.simulations.recompute.harness as R; assert 'torch._dynamo' not in sys.modules; "
             "R.warm_up(); assert 'torch._dynamo' in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)

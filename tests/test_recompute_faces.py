@@ -20,8 +20,8 @@ import pytest
 from lowprec import strictjson
 from lowprec.config import ConfigError, fields_of
 from lowprec.formats import BF16, E4M3FN
-from lowprec.simulations import recompute_cli, recompute_state
-from lowprec.simulations.recompute_config import RecomputeConfig
+from lowprec.simulations.recompute import cli as recompute_cli, state as recompute_state
+from lowprec.simulations.recompute.config import RecomputeConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 FIELDS = [k.name for k in fields_of(RecomputeConfig)]
@@ -310,9 +310,9 @@ def test_python_m_module_path_runs(tmp_path: Path) -> None:
 def test_state_config_telemetry_cli_and_parser_import_no_torch() -> None:
     code = (
         "import sys, argparse\n"
-        "import lowprec.simulations.recompute_state as S\n"
-        "import lowprec.simulations.recompute_config, lowprec.simulations.recompute_telemetry\n"
-        "import lowprec.simulations.recompute_concurrency, lowprec.simulations.recompute_cli as C\n"
+        "import lowprec.simulations.recompute.state as S\n"
+        "import lowprec.simulations.recompute.config, lowprec.simulations.recompute.telemetry\n"
+        "import lowprec.simulations.recompute.concurrency, lowprec.simulations.recompute.cli as C\n"
         "from lowprec.app.commands import sim_recompute\n"
         "sim_recompute.register(argparse.ArgumentParser().add_subparsers())\n"
         "C.build_parser().parse_args(['--layers', '3'])\n"
@@ -328,7 +328,7 @@ def test_state_config_telemetry_cli_and_parser_import_no_torch() -> None:
 
 def test_the_concurrency_experiment_runs_without_torch() -> None:
     code = ("import sys\n"
-            "from lowprec.simulations.recompute_concurrency import simulate_concurrent_entry\n"
+            "from lowprec.simulations.recompute.concurrency import simulate_concurrent_entry\n"
             "r = simulate_concurrent_entry(per_worker_state=False)\n"
             "assert r.failed_closed and r.commits == {'shared': 1}\n"
             "assert 'torch' not in sys.modules\n")

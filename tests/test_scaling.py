@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 
 from lowprec import strictjson
-from lowprec.simulations import grouping as G
-from lowprec.simulations import hadamard as H
+from lowprec.simulations.studies import grouping as G
+from lowprec.simulations.studies import hadamard as H
 from lowprec.simulations import scaling as S
-from lowprec.simulations.granularity import group_amax, parse_granularity
-from lowprec.simulations.metrics import error_metrics
-from lowprec.simulations.scales import decode_scale, encode_scale
+from lowprec.simulations.scaling.granularity import group_amax, parse_granularity
+from lowprec.simulations.scaling.metrics import error_metrics
+from lowprec.simulations.scaling.scales import decode_scale, encode_scale
 from tests.scaling_oracles import half_gap_at, rne_code
 
 F_E4M3 = 448.0

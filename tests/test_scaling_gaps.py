@@ -22,8 +22,8 @@ import numpy as np
 import pytest
 
 from lowprec import formats
-from lowprec.simulations import delayed as D
-from lowprec.simulations.attention import _Sums, make_inputs, run_attention
+from lowprec.simulations.scaling import delayed as D
+from lowprec.simulations.studies.attention import _Sums, make_inputs, run_attention
 from lowprec.simulations.scaling import clipped_mask, error_report, quantize_scaled
 from tests.block_oracles import step
 

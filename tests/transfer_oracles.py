@@ -259,7 +259,7 @@ def int_or_fp() -> list[str]:
 
 
 def spike_x4_clipped() -> float:
-    from lowprec.simulations.spike import SpikeConfig
+    from lowprec.simulations.studies.spike import SpikeConfig
 
     src = SpikeConfig(format="E4M3FN", history=16, algo="max", steps=140, spike_step=100, spike=4.0,
                       seed=0).tensor_stream()
@@ -453,7 +453,7 @@ def diagnose(case: dict[str, Any]) -> str:
 
 
 def hunt(field: str) -> Any:
-    from lowprec.simulations.defect_hunt import hunt_lab
+    from lowprec.simulations.studies.defect_hunt import hunt_lab
 
     cases = hunt_lab()["cases"]
     if field == "classes":
@@ -509,9 +509,10 @@ def te_placement(field: str) -> Any:
 def quantizer_api(field: str) -> Any:
     from lowprec.formats import get_format
     from lowprec.formats.policy import CastPolicy
-    from lowprec.simulations.recompute_state import (ConcurrentStateError, DelayedScaleState, DoubleCommitError,
-                                                      FixedQuantizer, PhaseInfo, QuantizedTensor, QuantObservation,
-                                                      QuantSnapshot, SnapshotIdentityError, commit_quant_observation)
+    from lowprec.simulations.recompute.state import (ConcurrentStateError, DelayedScaleState, DoubleCommitError,
+                                                     FixedQuantizer, PhaseInfo, QuantizedTensor, QuantObservation,
+                                                     QuantSnapshot, SnapshotIdentityError,
+                                                     commit_quant_observation)
 
     if field == "stale":
         q = FixedQuantizer(4, get_format("E4M3FN"), CastPolicy())

@@ -15,7 +15,7 @@ regular files only). `--json` writes strict JSON (`lowprec.strictjson`: `{"files
 page (`app.plots.lab_report`: the files, the ranking with the reason for each place, each tensor's
 statistics and flags, every result, the skipped list, what each column means, and two figures with
 legends; it reads at phone width). Every output path is
-checked before the work (`simulations._io.check_output_path`). Tensors run in this process
+checked before the work (`simulations.framework.io.check_output_path`). Tensors run in this process
 (`--workers 1`), in a local process pool (`--workers N`, capped at the CPUs this process may use,
 with a note saying so), or on a Dask cluster (`--scheduler ADDRESS`, the `lowprec[cluster]` extra;
 the address is checked first; the workers must see the files at the same paths); the report is the
@@ -30,7 +30,7 @@ import sys
 from typing import Any
 
 from lowprec import strictjson
-from lowprec.simulations._io import check_output_path, write_text
+from lowprec.simulations.framework.io import check_output_path, write_text
 from lowprec.simulations.lab import layouts as lab_layouts
 from lowprec.simulations.lab import product as lab_product
 from lowprec.simulations.lab import recipes as lab_recipes

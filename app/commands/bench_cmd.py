@@ -14,7 +14,7 @@ from typing import Any
 
 from lowprec import strictjson
 from lowprec.benchmarks import BENCHMARKS
-from lowprec.simulations._io import check_output_path
+from lowprec.simulations.framework.io import check_output_path
 
 
 def register(sub: Any) -> None:

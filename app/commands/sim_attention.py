@@ -1,4 +1,4 @@
-"""`lowprec simulate attention`: attention-probability rounding (`simulations.attention`), registered from its entry in the registry of
+"""`lowprec simulate attention`: attention-probability rounding (`simulations.studies.attention`), registered from its entry in the registry of
 simulations (`app.sim_faces.FACES["attention"]`: the simulation, its `--html` page and caption). The
 options are the simulation's config record's, the same as `python -m lowprec.simulations.attention`."""
 

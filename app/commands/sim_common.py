@@ -1,5 +1,5 @@
 """`lowprec simulate NAME`: the app's face of a simulation's `Simulation` declaration
-(`lowprec.simulations._cli`), as its entry in the registry of simulations (`app.sim_faces`) gives it.
+(`lowprec.simulations.framework.cli`), as its entry in the registry of simulations (`app.sim_faces`) gives it.
 The options are generated from the simulation's config record, exactly as for `python -m
 lowprec.simulations.NAME`; this face adds a progress bar (on a terminal, after one second, never
 with --quiet) and `--html` plots (the entry's page writer, drawn by `lowprec.app.plots`). A bad
@@ -14,7 +14,7 @@ import argparse
 from typing import Any, Callable, NoReturn, TypeVar
 
 from lowprec.app.sim_faces import SimulationFaces
-from lowprec.simulations._cli import Simulation
+from lowprec.simulations.framework.cli import Simulation
 from lowprec.commandline import parser_error
 
 from .progress import ProgressBar

@@ -1,4 +1,4 @@
-"""`lowprec simulate grouping`: the grouping studies of `simulations.grouping`, registered from its entry in the registry of
+"""`lowprec simulate grouping`: the grouping studies of `simulations.studies.grouping`, registered from its entry in the registry of
 simulations (`app.sim_faces.FACES["grouping"]`: the simulation, its `--html` page and caption). The
 options are the simulation's config record's, the same as `python -m lowprec.simulations.grouping`."""
 

@@ -1,4 +1,4 @@
-"""`lowprec simulate hadamard`: the random Hadamard transform study (`simulations.hadamard`), registered from its entry in the registry of
+"""`lowprec simulate hadamard`: the random Hadamard transform study (`simulations.studies.hadamard`), registered from its entry in the registry of
 simulations (`app.sim_faces.FACES["hadamard"]`: the simulation, its `--html` page and caption). The
 options are the simulation's config record's, the same as `python -m lowprec.simulations.hadamard`."""
 

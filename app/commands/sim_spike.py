@@ -1,4 +1,4 @@
-"""`lowprec simulate spike`: delayed vs current scaling over a tensor stream (`simulations.spike`), registered from its entry in the registry of
+"""`lowprec simulate spike`: delayed vs current scaling over a tensor stream (`simulations.studies.spike`), registered from its entry in the registry of
 simulations (`app.sim_faces.FACES["spike"]`: the simulation, its `--html` page and caption). The
 options are the simulation's config record's, the same as `python -m lowprec.simulations.spike`."""
 

@@ -1,4 +1,4 @@
-"""Attention-rounding plots: pure builders over an `AttentionResult` (simulations.attention).
+"""Attention-rounding plots: pure builders over an `AttentionResult` (simulations.studies.attention).
 
 `attention_sources(result)` returns plain column dicts (for `ColumnDataSource`s, so a widget can
 update `source.data` in place); the `*_figure` builders take those sources and return Bokeh figures;
@@ -18,7 +18,7 @@ from bokeh.models import ColumnDataSource, LinearColorMapper, Range1d
 from bokeh.models.annotations import Slope
 from bokeh.plotting import figure
 
-from lowprec.simulations.attention import AttentionResult
+from lowprec.simulations.studies.attention import AttentionResult
 
 from .style import CURRENT_COLOR, DELAYED_COLOR, ERROR_COLOR, HIGHLIGHT_COLOR
 

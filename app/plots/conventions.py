@@ -4,7 +4,7 @@ zero, negatives and the tie at 3 — computed by `formats.conventions_table` (th
 `formats.conventions`), plus the cross-check reports that cover the format, as `gpu.crosscheck`
 (the one reader of reports) summarises them. Pure functions: rows → column dicts → Bokeh DataTables.
 
-The block-format section draws `simulations.block_comparison`: the table of probes where the
+The block-format section draws `simulations.blocks.comparison`: the table of probes where the
 `ocp`, `torchao` and `transformer_engine` block conventions differ (each cell: the block's scale code
 and what the probed elements are stored and decoded as, all computed there), and one worked block
 (`simulations.examples_blocks`) element by element under each convention, with the error of each.
@@ -22,7 +22,7 @@ from bokeh.plotting import figure
 
 from lowprec import formats, numtext
 from lowprec.gpu import crosscheck
-from lowprec.simulations.block_comparison import ConventionComparison, ConventionOutcome, ConventionProbe
+from lowprec.simulations.blocks.comparison import ConventionComparison, ConventionOutcome, ConventionProbe
 from lowprec.simulations.quant.conventions import BLOCK_CONVENTIONS
 from .style import CURRENT_COLOR, DELAYED_COLOR, HIGHLIGHT_COLOR, power_of_two_text
 

@@ -1,4 +1,4 @@
-"""Plots of the delayed-scale spike (`simulations.delayed.simulate_stream`): per step, the tensor amax
+"""Plots of the delayed-scale spike (`simulations.scaling.delayed.simulate_stream`): per step, the tensor amax
 against the amax each scaler sized its encode scale for (F / encode_scale / 2^margin, log scale), the
 clipped fraction and the RMS relative error, delayed and current scaling side by side. Pure builders:
 `spike_sources(result)` gives the column data, `spike_figure(sources)` draws it."""

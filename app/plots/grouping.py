@@ -1,4 +1,4 @@
-"""Plots of the grouping studies (`simulations.grouping`), one figure per study, each a pure builder
+"""Plots of the grouping studies (`simulations.studies.grouping`), one figure per study, each a pure builder
 over column data:
 
 - outlier: per granularity, the error of the ordinary elements sharing the outlier's scale against
@@ -22,8 +22,8 @@ from typing import Any
 from bokeh.models import ColumnDataSource, DataRange1d, FactorRange, HoverTool
 from bokeh.plotting import figure
 
-from lowprec.simulations.grouping import STUDIES, OutlierStudy, ScaleChoiceStudy, TransposeStudy
-from lowprec.simulations.hadamard import HadamardStudy
+from lowprec.simulations.studies.grouping import STUDIES, OutlierStudy, ScaleChoiceStudy, TransposeStudy
+from lowprec.simulations.studies.hadamard import HadamardStudy
 
 from .delayed import as_source
 from .style import CURRENT_COLOR, DELAYED_COLOR, HIGHLIGHT_COLOR

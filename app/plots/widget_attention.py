@@ -1,4 +1,4 @@
-"""Figures of the attention-rounding widget over `simulations.attention.AttentionResult`: every entry
+"""Figures of the attention-rounding widget over `simulations.studies.attention.AttentionResult`: every entry
 of P against its rounded P̃ (trial 0; the staircase is the format's grid, times the row's decode scale
 when P is scaled), exact ΔO against the first-order estimate ΔP·V + P·ΔV, the Monte-Carlo variance of
 ΔO against the analytic Σ_j V_j² Var(e_j), and the per-element mean error (bias) with its expected

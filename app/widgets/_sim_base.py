@@ -1,5 +1,5 @@
-"""Shared machinery of the five simulation widgets (delayed spike, attention rounding, recompute
-divergence, scale grouping, block formats): a `pn.viewable.Viewer` that builds its Bokeh figures and
+"""Shared machinery of the simulation widgets (delayed spike, attention rounding, recompute
+divergence, scale grouping, block formats, accumulator, whose amax): a `RecordWidget` that builds its Bokeh figures and
 `ColumnDataSource`s once, recomputes its simulation when a parameter changes, pushes the new columns
 into the existing sources, and shows a plain-language summary line. Bad input never raises out of a
 callback: the simulation's `ValueError`/`TypeError` (a config record's `ConfigError` included)
@@ -15,12 +15,13 @@ supersedes an older run (it stops at its next progress report and its result is 
 inline and has finished when `update()` returns.
 
 `@simulation_widget(SIMULATION)` makes a widget the face of a simulation declared in
-`lowprec.simulations` (`simulations._cli.Simulation`): one parameter per knob of its config record
+`lowprec.simulations` (`simulations.framework.cli.Simulation`): one parameter per knob of its config record
 (`app.params.config_widget`; the URL state and lesson directives use the same names), every one of
 them watched, typed-entry controls where the record asks for them, and `_compute` = the simulation
 run on the widget's config. Such a widget owns only its figures and the columns and words it draws
-from a result; this module owns the update protocol, and the caption under the figures is the
-simulation's, from the registry of simulations (`app.sim_faces`).
+from a result; the update protocol is every widget's (`app.widgets._base.RecordWidget`: this class
+supplies its steps — the budget check, the run routed to a worker process, the columns drawn), and
+the caption under the figures is the simulation's, from the registry of simulations (`app.sim_faces`).
 """
 
 from __future__ import annotations
@@ -30,20 +31,19 @@ from typing import Any, Callable, TypeVar
 
 import numpy as np
 import panel as pn
-import param
 from bokeh.models import ColumnDataSource
 
 from lowprec.app import work
-from lowprec.app.params import config_widget, control_widgets, widget_config
+from lowprec.app.params import config_widget, control_widgets
 from lowprec.app.sim_faces import widget_caption
+from lowprec.app.widgets._base import RecordWidget
 from lowprec.config import APP_BUDGET, check_budget, fields_of
-from lowprec.simulations._cli import Simulation
-from lowprec.app.text import set_alert
+from lowprec.simulations.framework.cli import Simulation
 
 W = TypeVar("W", bound=type)
 
 
-class SimulationWidget(pn.viewable.Viewer):
+class SimulationWidget(RecordWidget):
     """Base class: subclasses implement `_compute`, `_source_data`, `_build_figures`, `_summary_text`.
 
     `_compute()` runs the simulation for the current parameters and returns its result (or raises
@@ -51,12 +51,15 @@ class SimulationWidget(pn.viewable.Viewer):
     per named source; `_build_figures(sources)` returns the plot layout built once over the sources.
     After every successful update `result` holds the simulation result that is on screen,
     `source_data` the dicts pushed to the sources and `last_update_s` the seconds the update took.
+    The update protocol itself (validation, off-loop runs, superseding, the error message) is
+    `RecordWidget`'s; this class routes a run to the simulation and draws columns and words.
     """
 
     title: str = "Simulation"
-    #: parameters whose change triggers a recomputation (subclasses list theirs)
-    watched: tuple[str, ...] = ()
-    #: Panel widget types for parameters whose default control does not suit (wide ranges: typed input)
+    #: parameters whose change triggers a recomputation (`simulation_widget` lists every knob)
+    watched: tuple[str, ...] | None = ()
+    #: Panel widget types for parameters whose default control does not suit (wide ranges: typed
+    #: input), as `simulation_widget` reads them from the record (`record_controls` applies them)
     control_widgets: dict[str, Any] = {}
     #: the simulation this widget is a face of (set by `simulation_widget`), or None
     simulation: Simulation[Any, Any] | None = None
@@ -67,21 +70,15 @@ class SimulationWidget(pn.viewable.Viewer):
     #: builds a study's figures when it is first shown): `app.layout.finish`, set when a page
     #: styles the widget; None (a notebook, a standalone view) leaves new parts as built
     restyle: Callable[[Any], None] | None = None
+    off_loop = True
 
-    def __init__(self, **params: Any) -> None:
-        super().__init__(**params)
+    def _build(self) -> None:
         self.result: Any = None
         self.source_data: dict[str, dict[str, list[Any]]] = {}
-        self.last_update_s: float = 0.0
-        self.error: str = ""
-        self._alert = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
         self._summary = pn.pane.Markdown("", sizing_mode="stretch_width")
-        self._busy = work.busy_indicator()
-        self._generation = 0  # bumped by every update; a run whose number is older is superseded
-        self._slot = work.claim_slot(self)  # where a worker process sees the newest number
         self._caption = pn.pane.Markdown("", sizing_mode="stretch_width", css_classes=["lp-caption"])
         start = time.perf_counter()
-        check_budget(self.config(), APP_BUDGET)  # a lesson directive over the page budget: refused
+        config = self._request()  # a lesson directive over the page budget: refused
         result = self._compute()  # defaults must be valid: let a bad constructor argument raise
         data = self._source_data(result)
         pushed = binary_columns(data)  # float columns as arrays: binary in the page, not JSON text
@@ -89,16 +86,9 @@ class SimulationWidget(pn.viewable.Viewer):
             name: ColumnDataSource(data=columns) for name, columns in pushed.items()
         }
         self._plots = self._build_figures(self.sources)
-        self._accept(result, data, pushed)
-        self.last_update_s = time.perf_counter() - start
-        if self.watched:
-            self.param.watch(self._on_param_change, list(self.watched))
+        self._accept(config, (result, data, pushed), start)
 
     # -- subclass hooks -------------------------------------------------------------------------
-    def config(self) -> Any:
-        """The widget's parameters as its simulation's config record (raises its ConfigError)."""
-        return widget_config(self)
-
     def _compute(self) -> Any:
         if self.simulation is None:
             raise NotImplementedError
@@ -123,45 +113,38 @@ class SimulationWidget(pn.viewable.Viewer):
 
     def _controls(self) -> list[Any]:
         # every control as wide as the column it sits in (Panel's default 300 px overflows it)
-        widgets: dict[str, dict[str, Any]] = {name: {"width": 260} for name in self.watched}
-        for name, kind in self.control_widgets.items():
-            widgets.setdefault(name, {})["type"] = kind
-        return [pn.Param(self.param, parameters=list(self.watched), widgets=widgets, show_name=False,
-                         width=280)]
+        names = self.watched_names()
+        return [self.record_controls(list(names), {name: {"width": 260} for name in names}, width=280)]
 
-    # -- update protocol ------------------------------------------------------------------------
-    def _on_param_change(self, *events: param.parameterized.Event) -> None:
-        self.update()
+    # -- the protocol's steps (RecordWidget) ------------------------------------------------------
+    def _request(self) -> Any:
+        """The parameters as the record, checked against the page budget (`config.APP_BUDGET`)."""
+        config = self.config()
+        check_budget(config, APP_BUDGET)
+        return config
 
-    def update(self) -> bool:
-        """Recompute and push new data; on bad input (or a request over the page budget) show the
-        message and keep the last view. Served: the run goes off the event loop and this returns
-        True once it is submitted (the view follows when it finishes)."""
-        start = time.perf_counter()
-        self._generation += 1
-        work.post_generation(self._slot, self._generation)
-        try:
-            check_budget(self.config(), APP_BUDGET)
-        except (ValueError, TypeError) as exc:
-            self._refuse(exc)
-            return False
-        doc = work.served_document()
-        if doc is not None:
-            self._submit(doc, self._generation, start)
-            return True
-        try:
-            result = self._compute()
-            data = self._source_data(result)
-        except (ValueError, TypeError) as exc:
-            self._refuse(exc)
-            return False
-        self._accept(result, data, binary_columns(data))
-        self.last_update_s = time.perf_counter() - start
-        return True
+    def _work(self, request: Any, generation: int | None) -> Any:
+        result = self._compute() if generation is None else self._run(generation, request)
+        data = self._source_data(result)
+        return result, data, binary_columns(data)
 
-    def _refuse(self, exc: BaseException) -> None:
-        self.error = f"Invalid input: {exc}"
-        set_alert(self._alert, self.error)
+    def _paint(self, request: Any, outcome: Any) -> None:
+        result, data, pushed = outcome
+        self.show_result(result, data, pushed)
+
+    def show_result(self, result: Any, data: dict[str, dict[str, list[Any]]],
+                    pushed: dict[str, dict[str, Any]] | None = None) -> None:
+        """Draw `result`: `data` (its columns) goes into the sources, or `pushed` where given (the
+        same columns with float ones as arrays, which go to the browser as binary buffers)."""
+        # one patch once the page has loaded (work.batched: before that Panel drops held changes)
+        with work.batched():
+            for name, columns in (pushed if pushed is not None else data).items():
+                self.sources[name].data = columns
+            self.result = result
+            self.source_data = data
+            self._after_update(result)
+            self._summary.object = self._summary_text(result)
+            self._caption.object = self._caption_text(result)
 
     def _run(self, generation: int, config: Any) -> Any:
         """The simulation, from a worker thread: a simulation of `lowprec.simulations` runs in a worker
@@ -192,53 +175,6 @@ class SimulationWidget(pn.viewable.Viewer):
         """Whether a served update runs in a worker process: the widget runs a simulation of its
         own (`runs_simulation`) and does not keep it in the server (`worker_process`)."""
         return cls.runs_simulation() and cls.worker_process
-
-    def _submit(self, doc: Any, generation: int, start: float) -> None:
-        self._busy.value = True
-        config = self.config()
-
-        def compute() -> tuple[Any, dict[str, dict[str, list[Any]]], dict[str, dict[str, Any]]]:
-            result = self._run(generation, config)
-            data = self._source_data(result)
-            return result, data, binary_columns(data)
-
-        def finish(outcome: work.Outcome) -> None:
-            if generation != self._generation:
-                return  # superseded: a newer run owns the view and the spinner
-            self._busy.value = False
-            if isinstance(outcome.error, (ValueError, TypeError)):
-                self._refuse(outcome.error)
-                return
-            if outcome.error is not None:
-                self._refuse(RuntimeError(f"internal error ({type(outcome.error).__name__}); see the server log"))
-                raise outcome.error
-            result, data, pushed = outcome.value
-            self._accept(result, data, pushed)
-            self.last_update_s = time.perf_counter() - start
-
-        work.submit(doc, compute, finish)
-
-    @property
-    def busy(self) -> bool:
-        """Whether a run is in progress (served sessions)."""
-        return bool(self._busy.value)
-
-    def _accept(self, result: Any, data: dict[str, dict[str, list[Any]]],
-                pushed: dict[str, dict[str, Any]] | None = None) -> None:
-        """Show `result`: `data` (its columns) goes into the sources, or `pushed` where given (the
-        same columns with float ones as arrays, which go to the browser as binary buffers)."""
-        # one patch once the page has loaded (work.batched: before that Panel drops held changes)
-        with work.batched():
-            for name, columns in (pushed if pushed is not None else data).items():
-                self.sources[name].data = columns
-            self.result = result
-            self.source_data = data
-            self.error = ""
-            self._alert.object = ""
-            self._alert.visible = False
-            self._after_update(result)
-            self._summary.object = self._summary_text(result)
-            self._caption.object = self._caption_text(result)
 
     @property
     def summary(self) -> str:

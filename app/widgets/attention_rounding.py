@@ -1,4 +1,4 @@
-"""AttentionRounding: the attention-rounding widget, the face of `simulations.attention` (its
+"""AttentionRounding: the attention-rounding widget, the face of `simulations.studies.attention` (its
 parameters are `AttentionConfig`'s). Softmax probabilities P (stable, max-subtracted) are rounded in a
 chosen format by round-to-nearest-even or stochastic rounding, optionally with a per-row decode scale
 `row_amax / F`, O = P·V accumulated exactly; the widget shows P̃ against P, exact ΔO against the
@@ -19,8 +19,8 @@ from bokeh.models import ColumnDataSource
 from lowprec.app.plots.widget_attention import (attention_widget_columns, attention_widget_figures, rounding_marks,
                                                 show_rounding)
 from lowprec.app.widgets._sim_base import SimulationWidget, simulation_widget
-from lowprec.simulations import attention
-from lowprec.simulations.attention import AttentionResult
+from lowprec.simulations.studies import attention
+from lowprec.simulations.studies.attention import AttentionResult
 
 
 @simulation_widget(attention.SIMULATION)

@@ -22,11 +22,10 @@ import panel as pn
 import param
 
 from lowprec.app.exercises import LessonComponent
-from lowprec.app.params import config_widget, widget_config
+from lowprec.app.params import config_widget
 from lowprec.app.plots.bins import FIELD_COLORS
-from lowprec.config import fields_of
+from lowprec.app.widgets._base import RecordWidget
 from lowprec.formats.challenge import Challenge, ChallengeConfig, CodeVerdict, bin_challenge, grouped_bits
-from lowprec.app.text import set_alert
 
 TINT_ALPHA = "33"  # background of a set bit: the field colour at 20 % opacity (text stays dark)
 
@@ -55,25 +54,17 @@ def challenge_spec(challenge: Challenge) -> dict[str, Any]:
 
 
 @config_widget(ChallengeConfig)
-class BinChallenge(pn.viewable.Viewer):
+class BinChallenge(RecordWidget):
     """Build the code of a value bit by bit; the page says why a code is right or wrong."""
 
     result = param.String(default="", precedence=-1, doc="'correct' / 'incorrect' of the last checked code")
     feedback = param.String(default="", precedence=-1, doc="the explanation shown for the last checked code")
+    error_prefix = "Invalid challenge"
 
-    def __init__(self, **params: Any) -> None:
-        super().__init__(**params)
-        self.challenge: Challenge = bin_challenge(self.config())  # defaults and arguments must be valid
-        self.error = ""
-        self._alert = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
+    def _build(self) -> None:
+        self.challenge: Challenge = self._work(self._request(), None)  # defaults and arguments must be valid
         self._view = ChallengeView(challenge_spec(self.challenge))
         self._view.param.watch(self._on_check, "checked_code")
-        self.param.watch(self._on_change, [k.name for k in fields_of(ChallengeConfig)])
-
-    def config(self) -> ChallengeConfig:
-        """The current parameters as the record (validated: a ConfigError names the parameter)."""
-        cfg: ChallengeConfig = widget_config(self)
-        return cfg
 
     def check(self, code: int) -> CodeVerdict:
         """Check `code` as the page does; `result` and `feedback` follow."""
@@ -86,34 +77,23 @@ class BinChallenge(pn.viewable.Viewer):
         if event.new is not None:
             self.check(int(event.new))
 
-    def _on_change(self, *events: param.parameterized.Event) -> None:
-        self.update()
+    # -- the protocol's steps (app.widgets._base): a value the convention refuses shows the message
+    # and keeps the last challenge
+    def _work(self, request: ChallengeConfig, generation: int | None) -> Challenge:
+        return bin_challenge(request)
 
-    def update(self) -> bool:
-        """Recompute the challenge; a value the convention refuses shows the message and keeps the
-        last challenge."""
-        try:
-            challenge = bin_challenge(self.config())
-        except (ValueError, TypeError) as exc:
-            self.error = f"Invalid challenge: {exc}"
-            set_alert(self._alert, self.error)
-            return False
-        self.error = ""
-        self._alert.visible = False
-        self.challenge = challenge
+    def _paint(self, request: ChallengeConfig, outcome: Challenge) -> None:
+        self.challenge = outcome
         self.result = self.feedback = ""
-        self._view.spec = LessonComponent.encode(challenge_spec(challenge))
-        return True
+        self._view.spec = LessonComponent.encode(challenge_spec(outcome))
 
     def controls(self) -> pn.viewable.Viewable:
         """The challenge's parameters in a row under "Another challenge". (Not a collapsed
         `pn.Card`: with Panel 1.9.4 a collapsed card on a page that also holds a Bokeh DataTable
         stops the page from rendering.)"""
-        names = [k.name for k in fields_of(ChallengeConfig)]
         widgets: dict[str, Any] = {"value": {"type": pn.widgets.TextInput, "placeholder": "0.1, -3.3, 465, 0x1.8p3"}}
         return pn.Column(pn.pane.Markdown("**Another challenge**", margin=(0, 10)),
-                         pn.Param(self.param, parameters=names, widgets=widgets, show_name=False,
-                                  default_layout=pn.Row),
+                         self.record_controls(widgets=widgets, default_layout=pn.Row),
                          sizing_mode="stretch_width")
 
     def __panel__(self) -> pn.viewable.Viewable:

@@ -1,6 +1,7 @@
 """BinExplorer: type a value, see its bits, its code, its error and its rounding bin in any format.
 
-The widget owns the controls and the update protocol only; every number comes from
+The widget owns its controls and views (the update protocol is `app.widgets._base.RecordWidget`'s);
+every number comes from
 `formats.explain_value` (the same explanation `lowprec cast` prints: a cast under a named
 convention with rounding/overflow overrides, on the grid scaled by `decode_scale = amax / F`) and
 the figures from the pure builders in `app.plots.bins`. Figures and `ColumnDataSource`s are built once; a parameter change pushes
@@ -18,11 +19,9 @@ import math
 from typing import Any
 
 import panel as pn
-import param
 from bokeh.models import ColumnDataSource
 
 from lowprec import formats, numtext
-from lowprec.app import work
 from lowprec.app.plots.bins import (
     bins_sources,
     bit_toggle_labels,
@@ -35,10 +34,11 @@ from lowprec.app.plots.bins import (
     toggle_css,
 )
 from lowprec.formats import BinView, explain_value
-from lowprec.app.params import config_widget, widget_config
+from lowprec.app.params import config_widget
+from lowprec.app.widgets._base import RecordWidget
 from lowprec.config import fields_of
 from lowprec.formats.explain import TABLE_MAX_BITS, ExplainConfig, code_value
-from lowprec.app.text import as_text, set_alert
+from lowprec.app.text import as_text
 
 
 
@@ -76,20 +76,17 @@ def tie_rule_text(rounding: str, format_name: str) -> str:
 
 
 @config_widget(ExplainConfig)
-class BinExplorer(pn.viewable.Viewer):
+class BinExplorer(RecordWidget):
     """Where a value lands in a low-precision format: bits, code, error, rounding bin and gaps."""
 
     controls_order = tuple(k.name for k in fields_of(ExplainConfig))
 
-    def __init__(self, **params: Any) -> None:
-        super().__init__(**params)
-        self.error = ""
+    def _build(self) -> None:
         self._flipped_code: int | None = None
         self._updating_bits = False
-        self.view: BinView = self._compute()  # defaults and constructor arguments must be valid
+        self.view: BinView = self._work(self._request(), None)[0]  # defaults and constructor arguments must be valid
         self.source_data = bins_sources(self.view)
         self.sources = {k: ColumnDataSource(data=v) for k, v in self.source_data.items()}
-        self._alert = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
         # over the bits while the input is invalid: the view below is the last valid value's
         self._stale = pn.pane.HTML("", visible=False, sizing_mode="stretch_width", css_classes=["lp-stale"],
                                    stylesheets=[STALE_CSS])
@@ -111,51 +108,31 @@ class BinExplorer(pn.viewable.Viewer):
         self._table = pn.pane.Bokeh(code_table_figure(s["table"]))
         self._show(self.view)
         self._controls_pane = self._make_controls()
-        self.param.watch(self._on_change, list(self.controls_order))
 
-    # -- computation ------------------------------------------------------------------------------
-    def config(self) -> ExplainConfig:
-        """The current controls as the record (validated: a ConfigError names the parameter)."""
-        cfg: ExplainConfig = widget_config(self)
-        return cfg
-
-    def _compute(self, code: int | None = None) -> BinView:
-        c = self.config()
-        return explain_value(c.value, c.format, c.convention, c.rounding, c.overflow,
-                             c.compare_format or None, c.decode_scale, code=code)
-
-    def _on_change(self, *events: param.parameterized.Event) -> None:
-        self.update()
-
-    def update(self) -> bool:
-        """Bokeh model changes go out as one patch (`work.batched`: held once the page has loaded)."""
-        with work.batched():
-            return self._update()
-
-    def _update(self) -> bool:
-        """Recompute; on bad input show the message and keep the last good view."""
+    # -- computation (the protocol's steps: app.widgets._base) -------------------------------------
+    def _request(self) -> tuple[ExplainConfig, int | None]:
+        """The record and the code a bit flip asked for (consumed by this request, valid or not)."""
         code, self._flipped_code = self._flipped_code, None
-        try:
-            view = self._compute(code)
-            data = bins_sources(view)
-        except (ValueError, TypeError) as exc:
-            self.error = f"Invalid input: {exc}"
-            set_alert(self._alert, self.error)
-            self._mark_stale(True)
-            return False
-        self.error = ""
-        self._alert.object = ""
-        self._alert.visible = False
-        self._mark_stale(False)
+        cfg: ExplainConfig = self.config()
+        return cfg, code
+
+    def _work(self, request: tuple[ExplainConfig, int | None], generation: int | None
+              ) -> tuple[BinView, dict[str, dict[str, list[Any]]]]:
+        c, code = request
+        view = explain_value(c.value, c.format, c.convention, c.rounding, c.overflow,
+                             c.compare_format or None, c.decode_scale, code=code)
+        return view, bins_sources(view)
+
+    def _paint(self, request: Any, outcome: tuple[BinView, dict[str, dict[str, list[Any]]]]) -> None:
+        view, data = outcome
         rebuild_bits = view.main.format != self.view.main.format or not self._bit_toggles
         self.view = view
         self.source_data = data
         for k, v in data.items():
             self.sources[k].data = v
         self._show(view, rebuild_bits)
-        return True
 
-    def _mark_stale(self, stale: bool) -> None:
+    def _show_stale(self, stale: bool) -> None:
         """While the input is invalid, say over the bits that the view is the last valid value's and
         dim it (the bits, formula and plots used to look current); clear both once it is valid."""
         if stale:
@@ -254,8 +231,7 @@ class BinExplorer(pn.viewable.Viewer):
         widgets["value"] = {"type": pn.widgets.TextInput, "width": 240,
                             "placeholder": "3.3, 1e-3, -0, inf, nan, 0x1.8p3"}
         widgets["decode_scale"] = {"type": pn.widgets.FloatInput, "width": 240}
-        return pn.Param(self.param, parameters=list(self.controls_order), widgets=widgets,
-                        show_name=False, width=250)
+        return self.record_controls(list(self.controls_order), widgets, width=250)
 
     def control(self, name: str) -> Any:
         """The Panel widget of parameter `name` (value, format, convention, …)."""

@@ -53,8 +53,7 @@ class BlockFormats(SimulationWidget):
             params["scale_rule"] = _rule_for(str(conv), str(defaults["scale_rule"]))
         super().__init__(**params)
 
-    def _on_param_change(self, *events: param.parameterized.Event) -> None:
-        names = {e.name for e in events}
+    def _before_update(self, names: set[str]) -> None:
         with param.parameterized.discard_events(self):
             convention, recipe = getattr(self, "convention"), getattr(self, "recipe")
             if "convention" in names and convention in CONVENTIONS:
@@ -64,7 +63,6 @@ class BlockFormats(SimulationWidget):
             convention = getattr(self, "convention")
             if names & {"convention", "recipe"} and convention in CONVENTIONS:
                 setattr(self, "scale_rule", _rule_for(convention, getattr(self, "scale_rule")))
-        self.update()
 
     @staticmethod
     def _selected(result: BlocksResult) -> SelectedRecipe:

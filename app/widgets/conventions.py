@@ -6,7 +6,7 @@ it), plus the cross-check reports under gpu/reports when present. Changing the f
 columns into the existing sources.
 
 Below it, the block-format section: where the `ocp`, `torchao` and `transformer_engine` block
-conventions differ (`simulations.block_comparison.block_conventions_table`) and the lesson's worked
+conventions differ (`simulations.blocks.comparison.block_conventions_table`) and the lesson's worked
 NVFP4 block (`simulations.examples_blocks`) element by element under each, with each one's error. It
 does not depend on the format control.
 """
@@ -16,11 +16,10 @@ from __future__ import annotations
 from typing import Any
 
 import panel as pn
-import param
 from bokeh.models import ColumnDataSource
 
-from lowprec.app import work
-from lowprec.app.params import config_widget, widget_config
+from lowprec.app.params import config_widget
+from lowprec.app.widgets._base import RecordWidget
 from lowprec.formats import get_format
 from lowprec.formats.conventions import ConventionsConfig
 from lowprec.app.plots.conventions import (
@@ -34,26 +33,21 @@ from lowprec.app.plots.conventions import (
     worked_block_summary,
     worked_block_table_figure,
 )
-from lowprec.simulations.block_comparison import block_conventions_table
+from lowprec.simulations.blocks.comparison import block_conventions_table
 from lowprec.simulations.examples_blocks import worked_block_comparison
-from lowprec.app.text import set_alert
 
 
 @config_widget(ConventionsConfig)
-class Conventions(pn.viewable.Viewer):
+class Conventions(RecordWidget):
     """What ml_dtypes, torch, Triton (NVIDIA) and the OCP reading do at a format's edges."""
 
-    def config(self) -> ConventionsConfig:
-        """The current controls as the record."""
-        cfg: ConventionsConfig = widget_config(self)
-        return cfg
+    #: the alert keeps Panel's default sizing: a stretched one (even hidden) changes how the page
+    #: lays out the wide tables below it (their columns lose the widths `app.plots.conventions` gives)
+    alert_sizing_mode = None
 
-    def __init__(self, **params: Any) -> None:
-        super().__init__(**params)
-        self.error = ""
-        self.source_data = conventions_sources(self.config().format)
+    def _build(self) -> None:
+        self.source_data = self._work(self._request(), None)
         self.sources = {k: ColumnDataSource(data=v) for k, v in self.source_data.items()}
-        self._alert = pn.pane.Alert("", alert_type="danger", visible=False)
         self._table = pn.pane.Bokeh(conventions_table_figure(self.sources["table"]))
         self._reports = pn.pane.Bokeh(reports_table_figure(self.sources["reports"]))
         self._reports_note = pn.pane.Markdown("")
@@ -77,31 +71,17 @@ class Conventions(pn.viewable.Viewer):
             pn.pane.Bokeh(worked_block_table_figure(self.block_sources["worked"])),
             sizing_mode="stretch_width")
         self._show()
-        self.param.watch(self._on_change, ["format"])
 
-    def _on_change(self, *events: param.parameterized.Event) -> None:
-        self.update()
+    # -- the protocol's steps (app.widgets._base) ---------------------------------------------------
+    def _work(self, request: ConventionsConfig, generation: int | None) -> dict[str, dict[str, list[Any]]]:
+        data: dict[str, dict[str, list[Any]]] = conventions_sources(request.format)
+        return data
 
-    def update(self) -> bool:
-        """Bokeh model changes go out as one patch (`work.batched`: held once the page has loaded)."""
-        with work.batched():
-            return self._update()
-
-    def _update(self) -> bool:
-        """Recompute; on failure show the message and keep the last table."""
-        try:
-            data = conventions_sources(self.config().format)
-        except (ValueError, TypeError) as exc:
-            self.error = f"Invalid input: {exc}"
-            set_alert(self._alert, self.error)
-            return False
-        self.error = ""
-        self._alert.visible = False
-        self.source_data = data
-        for k, v in data.items():
+    def _paint(self, request: ConventionsConfig, outcome: dict[str, dict[str, list[Any]]]) -> None:
+        self.source_data = outcome
+        for k, v in outcome.items():
             self.sources[k].data = v
         self._show()
-        return True
 
     def _show(self) -> None:
         f = get_format(self.config().format)
@@ -115,6 +95,6 @@ class Conventions(pn.viewable.Viewer):
         self._reports.visible = bool(n)
 
     def __panel__(self) -> pn.viewable.Viewable:
-        controls = pn.Param(self.param, parameters=["format"], show_name=False, width=220)
+        controls = self.record_controls(["format"], width=220)
         return pn.Column(pn.Row("### Backend conventions", controls), self._alert, self._descr,
                          self._table, self._reports_note, self._reports, self._blocks, sizing_mode="stretch_width")

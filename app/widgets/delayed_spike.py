@@ -1,4 +1,4 @@
-"""DelayedSpike: the delayed-scale spike widget, the face of `simulations.spike` (its parameters are
+"""DelayedSpike: the delayed-scale spike widget, the face of `simulations.studies.spike` (its parameters are
 `SpikeConfig`'s). One tensor stream is scaled two ways: delayed scaling (the encode scale at step t
 comes from an amax history recorded before t, `encode_scale = F / amax_used / 2**margin`, Transformer
 Engine semantics) and current scaling (the step's own amax). The plots show, per step, the tensor amax
@@ -17,8 +17,8 @@ from bokeh.models.annotations import Span
 
 from lowprec.app.plots.delayed import spike_figure, spike_sources
 from lowprec.app.widgets._sim_base import SimulationWidget, simulation_widget
-from lowprec.simulations import spike
-from lowprec.simulations.spike import StreamResult
+from lowprec.simulations.studies import spike
+from lowprec.simulations.studies.spike import StreamResult
 
 
 @simulation_widget(spike.SIMULATION)

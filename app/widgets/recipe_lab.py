@@ -36,7 +36,8 @@ from bokeh.models import ColumnDataSource
 
 from lowprec.app import work
 from lowprec.app.lab_jobs import Source
-from lowprec.app.params import config_widget, widget_config
+from lowprec.app.params import config_widget
+from lowprec.app.widgets._base import RecordWidget
 from lowprec.config import from_mapping
 from lowprec.app.text import as_text
 from lowprec.app.plots.audit import (
@@ -222,25 +223,24 @@ class LabDropper(pn.widgets.FileDropper):
         self.received = (name, path)
 
 
+#: one request of the lab: what to read (a sample, or the server's copy of an upload), the config,
+#: the table to reuse (the same input: run_lab checks its recipes) and an upload's content still to
+#: be written to its path (off the event loop)
+LabRequest = tuple[Source, LabConfig, Any, "bytes | None"]
+
+
 @config_widget(LabConfig)
-class RecipeLab(pn.viewable.Viewer):
+class RecipeLab(RecordWidget):
     """Your own tensors (or a sample) through every recipe: table, histogram with grid, error map."""
 
-    def config(self) -> LabConfig:
-        cfg: LabConfig = widget_config(self)
-        return cfg
+    off_loop = True  # served: every run in a worker process, superseded by a newer request
 
-    def __init__(self, **params: Any) -> None:
-        super().__init__(**params)
-        self.error = ""
+    def _build(self) -> None:
         self.upload: LabInput | None = None  # inline (a notebook): the uploaded file's tensors
         self._upload_source: Source | None = None  # served: ("upload", name, the server's copy)
         self._view_source: Source | None = ("sample", self.config().sample)  # what the shown view was computed from
         self._folder: str | None = None  # served: the private folder of uploaded copies
-        self._generation = 0  # bumped by every served request; an older run is superseded
-        self._slot = work.claim_slot(self)
-        self._busy = work.busy_indicator()
-        self._alert = pn.pane.Alert("", alert_type="danger", visible=False, sizing_mode="stretch_width")
+        self._pending: tuple[Source, bytes | None] | None = None  # the next request's upload, if any
         self.view_data: LabView = run_lab(self._input(), self.config())  # the defaults must work
         self.sources = {"table": ColumnDataSource(colored(table_data(self.view_data.report)))}
         self.sources.update({k: ColumnDataSource(v) for k, v in self._detail_data(self.view_data).items()})
@@ -280,7 +280,6 @@ class RecipeLab(pn.viewable.Viewer):
         self._audit_box = pn.Column(self._audit_note, self._audit_facts, wrap_row(self._audit_scales, self._audit_codes),
                                     self._affected_box, sizing_mode="stretch_width")
         self._show()
-        self.param.watch(self._on_change, ["sample", "recipes", "tensor", "recipe"])
 
     # ---- inputs --------------------------------------------------------------------------------
     def _input(self) -> LabInput:
@@ -308,21 +307,21 @@ class RecipeLab(pn.viewable.Viewer):
             _, suffix = upload_kind(filename, head)
         except (ValueError, TypeError, OSError) as exc:
             _remove(path)
-            return self._fail(exc if not isinstance(exc, OSError) else ValueError(f"{_base(filename)}: {exc.strerror}"))
-        doc = work.served_document()
-        if doc is None:  # a notebook: as load_file
+            self._refuse(exc if not isinstance(exc, OSError) else ValueError(f"{_base(filename)}: {exc.strerror}"))
+            return False
+        if work.served_document() is None:  # a notebook: as load_file
             with open(path, "rb") as fh:
                 data = fh.read()
             _remove(path)
             return self.load_file(filename, data)
         target = os.path.join(self._upload_folder(), f"upload-{self._generation + 1}{suffix}")
         os.replace(path, target)
-        self._submit(doc, ("upload", filename, target))
-        return True
+        self._pending = (("upload", filename, target), None)
+        return self.update()
 
     def _on_refused(self, event: param.parameterized.Event) -> None:
         if event.new:
-            self._fail(ValueError(event.new))
+            self._refuse(ValueError(event.new), stale=False)  # the view still shows the controls' input
 
     def load_file(self, filename: str, data: bytes) -> bool:
         """Analyse an uploaded file (what a drop does); on failure show why and keep the last view.
@@ -339,15 +338,16 @@ class RecipeLab(pn.viewable.Viewer):
                                  f"{UPLOAD_LIMIT_BYTES / 1e6:.0f} MB upload limit; run `lowprec analyze "
                                  f"{_base(filename)}` on your machine instead")
             _, suffix = upload_kind(filename, bytes(memoryview(data)[:4096]))
-            doc = work.served_document()
-            if doc is None:
+            served = work.served_document() is not None
+            if not served:
                 inp = upload_input(filename, bytes(data))
         except (ValueError, TypeError) as exc:
-            return self._fail(exc)
-        if doc is not None:
+            self._refuse(exc)
+            return False
+        if served:
             path = os.path.join(self._upload_folder(), f"upload-{self._generation + 1}{suffix}")
-            self._submit(doc, ("upload", filename, path), bytes(data))
-            return True
+            self._pending = (("upload", filename, path), bytes(data))
+            return self.update()
         previous, self.upload = self.upload, inp
         with param.parameterized.discard_events(self):
             self.tensor = ""
@@ -385,91 +385,52 @@ class RecipeLab(pn.viewable.Viewer):
         if event.new and event.new != self.view_data.tensor:
             self.tensor = event.new
 
-    def _on_change(self, *events: param.parameterized.Event) -> None:
-        if any(e.name == "sample" for e in events) and (self.upload is not None or self._upload_source is not None):
+    def _before_update(self, names: set[str]) -> None:
+        if "sample" in names and (self.upload is not None or self._upload_source is not None):
             self.upload = None  # picking a sample replaces the uploaded file
             self._upload_source = None
             self._forget_uploads()
             with param.parameterized.discard_events(self):
                 self.tensor = ""
-        self.update()
 
-    # ---- update ----------------------------------------------------------------------------------
-    def update(self) -> bool:
-        """Recompute and push the new columns (inside the document lock when served). Served: the
-        run goes to a worker process and this returns True once it is submitted."""
-        doc = work.served_document()
-        if doc is not None:
-            try:
-                self.config()
-            except (ValueError, TypeError) as exc:
-                return self._fail(exc)
-            self._submit(doc, self._source())
-            return True
-        with work.batched():
-            try:
-                view = run_lab(self._input(), self.config())
-            except (ValueError, TypeError) as exc:
-                return self._fail(exc)
-            self._view_source = ("sample", self.config().sample) if self.upload is None else None
-            self._apply(view)
-            return True
-
-    def _submit(self, doc: Any, source: Source, data: bytes | None = None) -> None:
-        """Run `source` under the current config in a worker process (see the module docstring);
-        `data` is an upload's content, written to its path (source[2]) first, off the event loop."""
-        self._generation += 1
-        generation = self._generation
-        work.post_generation(self._slot, generation)
-        config = self.config()
+    # ---- the protocol's steps (app.widgets._base) ---------------------------------------------------
+    def _request(self) -> LabRequest:
+        """What to run: an upload handed over by `load_file`/`load_path`, else the current input."""
+        pending, self._pending = self._pending, None
+        config: LabConfig = self.config()
+        source, data = pending if pending is not None else (self._source(), None)
         if source[0] == "upload" and source != self._upload_source:  # a new file: its first tensor in detail
             config = from_mapping(LabConfig, {**config.to_dict(), "tensor": ""})  # type: ignore[attr-defined]
         reuse = self.view_data.report if source == self._view_source else None  # run_lab checks its recipes
-        self._busy.value = True
+        return source, config, reuse, data
 
-        def compute() -> LabView:
-            if data is not None:
-                with open(source[2], "wb") as fh:
-                    fh.write(data)
-            view: LabView = work.run_in_process("lowprec.app.lab_jobs:run", source, config, reuse,
-                                                slot=self._slot, generation=generation)
-            return view
+    def _work(self, request: LabRequest, generation: int | None) -> LabView:
+        """Inline: `run_lab` here on the widget's input. Served (see the module docstring): an
+        upload's content written to its path (source[2]), then the run in a worker process."""
+        source, config, reuse, data = request
+        if generation is None:
+            return run_lab(self._input(), config)
+        if data is not None:
+            with open(source[2], "wb") as fh:
+                fh.write(data)
+        view: LabView = work.run_in_process("lowprec.app.lab_jobs:run", source, config, reuse,
+                                            slot=self._slot, generation=generation)
+        return view
 
-        def finish(outcome: work.Outcome) -> None:
-            if generation != self._generation:
-                return  # superseded: a newer run owns the view and the indicator
-            self._busy.value = False
-            if outcome.error is not None:
-                if source[0] == "upload" and source != self._upload_source:
-                    self._forget_uploads(keep=None if self._upload_source is None else self._upload_source[2])
-                if isinstance(outcome.error, (ValueError, TypeError)):
-                    self._fail(outcome.error)
-                    return
-                if isinstance(outcome.error, RuntimeError) and "worker process" in str(outcome.error):
-                    log.warning("RecipeLab: %s", outcome.error)  # the pool is replaced: the next run works
-                    self._fail(RuntimeError(f"{outcome.error}; try again"))
-                    return
-                self._fail(RuntimeError(f"internal error ({type(outcome.error).__name__}); see the server log"))
-                raise outcome.error
-            if source[0] == "upload":
-                if source != self._upload_source:  # a new file: its first tensor in detail
-                    with param.parameterized.discard_events(self):
-                        self.tensor = ""
-                self._upload_source = source
-                self._forget_uploads(keep=source[2])
-            self._view_source = source
-            self._apply(outcome.value)
+    def _request_failed(self, request: LabRequest, error: BaseException) -> None:
+        source = request[0]
+        if source[0] == "upload" and source != self._upload_source:  # a new file that failed: its copy goes
+            self._forget_uploads(keep=None if self._upload_source is None else self._upload_source[2])
 
-        work.submit(doc, compute, finish)
-
-    @property
-    def busy(self) -> bool:
-        """Whether a served run is in progress."""
-        return bool(self._busy.value)
-
-    def _apply(self, view: LabView) -> None:
-        self.error = ""
-        self._alert.visible = False
+    def _paint(self, request: LabRequest, view: LabView) -> None:
+        source = request[0]
+        if source[0] == "upload":
+            if source != self._upload_source:  # a new file: its first tensor in detail
+                with param.parameterized.discard_events(self):
+                    self.tensor = ""
+            self._upload_source = source
+            self._forget_uploads(keep=source[2])
+        self._view_source = None if self.upload is not None else source  # inline upload: never reused
         self.view_data = view
         self.sources["table"].data = colored(table_data(view.report))
         fit_text_columns(self._table.object, self.sources["table"].data)
@@ -478,12 +439,6 @@ class RecipeLab(pn.viewable.Viewer):
         for k, v in self._audit_data(view).items():
             self.sources[f"audit_{k}"].data = v
         self._show()
-
-    def _fail(self, exc: BaseException) -> bool:
-        self.error = f"Invalid input: {exc}"
-        self._alert.object = as_text(self.error)
-        self._alert.visible = True
-        return False
 
     @staticmethod
     def _detail_data(view: LabView) -> dict[str, dict[str, list[Any]]]:
@@ -600,8 +555,7 @@ class RecipeLab(pn.viewable.Viewer):
     def __panel__(self) -> pn.viewable.Viewable:
         # wrapping rows (not FlexBoxes, see theme.wrap_row): at phone width the controls and the
         # two plots wrap instead of pushing the page sideways
-        controls = pn.Param(self.param, parameters=["sample", "recipes", "recipe"], show_name=False,
-                            default_layout=pn.Row)  # rows in a page wrap (layout.ROW_WRAP_CSS)
+        controls = self.record_controls(["sample", "recipes", "recipe"], default_layout=pn.Row)  # rows in a page wrap (layout.ROW_WRAP_CSS)
         return pn.Column(
             "### Recipe lab", self._limit_note, self._dropper, self._alert, self._busy,
             pn.pane.Markdown(SAMPLES_DOC), wrap_row(controls, self._tensor_select, self._use_sample),

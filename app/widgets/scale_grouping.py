@@ -1,4 +1,4 @@
-"""ScaleGrouping: the scale-grouping widget, the face of `simulations.grouping` (its parameters are
+"""ScaleGrouping: the scale-grouping widget, the face of `simulations.studies.grouping` (its parameters are
 `GroupingConfig`'s). The default study, `outlier`, casts a standard-normal tensor with one outlier to
 the element format under each granularity of the list (`encode_scale = F / amax_group` stored as
 float32, `decode_scale = 1 / encode_scale`, round-to-nearest-even, saturating); a row of buttons picks
@@ -28,8 +28,8 @@ from lowprec.app.plots.widget_grouping import (
     set_colorbar_ranges,
 )
 from lowprec.app.widgets._sim_base import SimulationWidget, binary_columns, simulation_widget
-from lowprec.simulations import grouping
-from lowprec.simulations.grouping import GroupingResult, OutlierEntry, OutlierStudy
+from lowprec.simulations.studies import grouping
+from lowprec.simulations.studies.grouping import GroupingResult, OutlierEntry, OutlierStudy
 
 #: the largest heatmap drawn (rows, columns); a larger tensor shows a window around the outlier
 MAX_CELLS = (64, 128)
@@ -75,7 +75,7 @@ class ScaleGrouping(SimulationWidget):
             return  # the buttons follow a new result; that update pushes the data
         if self.result is not None and isinstance(self.result.study, OutlierStudy):
             data = self._source_data(self.result)
-            self._accept(self.result, data, binary_columns(data))
+            self.show_result(self.result, data, binary_columns(data))
 
     # -- columns ----------------------------------------------------------------------------------
     def _cells(self, study: OutlierStudy, entry: OutlierEntry) -> dict[str, list[Any]]:

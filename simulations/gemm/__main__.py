@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .._cli import run_module
+from ..framework.cli import run_module
 from .study import SIMULATION
 
 if __name__ == "__main__":

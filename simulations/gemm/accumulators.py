@@ -1,6 +1,6 @@
 """Which tensor-core instruction a product runs on, named the way a user picks it: an architecture's
 default instruction, the dense instruction for two operand formats, and the named accumulators a
-simulation offers (`ACCUMULATORS`, the choices of `simulations.knobs.accumulator_knob`).
+simulation offers (`ACCUMULATORS`, the choices of `simulations.framework.knobs.accumulator_knob`).
 
 - `default_instruction(arch)`: the instruction a study of `arch` starts from — FP8 (E4M3 × E4M3,
   FP32 D) where the architecture has FP8 tensor cores (Ada, Hopper, Blackwell, RTX Blackwell), BF16
@@ -27,7 +27,7 @@ from lowprec import formats
 from lowprec.config import Budget
 from lowprec.formats import FloatFormat
 
-from ..knobs import ACCUMULATOR_CHOICES
+from ..framework.knobs import ACCUMULATOR_CHOICES
 from .core import matmul
 from .isa import ARCHS, PTX_TYPES, get_instruction
 
@@ -120,7 +120,7 @@ _SPECS: dict[str, Accumulator] = {a.name: a for a in (
                 "128 elements (DeepSeek-V3 §3.3.2, DeepGEMM)"),
     Accumulator("blackwell", "blackwell", None, "Blackwell tcgen05.mma, 25 fraction bits"),
 )}
-#: the named accumulators, keyed by the choices of `simulations.knobs.accumulator_knob` (the names are
+#: the named accumulators, keyed by the choices of `simulations.framework.knobs.accumulator_knob` (the names are
 #: declared there; a name without a record here fails at import)
 ACCUMULATORS: dict[str, Accumulator] = {name: _SPECS[name] for name in ACCUMULATOR_CHOICES}
 

@@ -46,8 +46,8 @@ from lowprec import formats
 from lowprec.config import ConfigError, Cost, config_record, knob
 from lowprec.formats import CastPolicy, Overflow
 
-from .._cli import ProgressFn, Simulation, config_or_knobs, config_values
-from ..knobs import seed_knob
+from ..framework.cli import ProgressFn, Simulation, config_or_knobs, config_values
+from ..framework.knobs import seed_knob
 from .accumulators import default_instruction, dense_instruction
 from .core import EXACT_FIXED_RATE, MODEL_RATE, matmul
 from .isa import ARCHS, Instruction, get_instruction, instructions

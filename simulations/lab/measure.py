@@ -5,7 +5,7 @@ Error metrics of a recipe on a tensor x with dequantized x̂ (`RecipeResult`), o
 elements of x (a NaN or Inf input has no error to measure; the stats count them):
 
 - `rms_rel_err` = ‖x̂ − x‖₂ / ‖x‖₂ and `sqnr_db` = 10·log10(Σx² / Σ(x̂ − x)²), by
-  `simulations.metrics`' formula: an exact result has error 0 and SQNR +inf (written "inf" in strict
+  `simulations.scaling.metrics`' formula: an exact result has error 0 and SQNR +inf (written "inf" in strict
   JSON); a zero tensor with an error has relative error +inf and SQNR -inf; a NaN in x̂ makes both NaN.
 - `max_abs_err` = max |x̂ − x|.
 - `clipped_frac` = share of the elements whose magnitude, as the cast sees it (|x| divided by its
@@ -65,7 +65,7 @@ import numpy as np
 from lowprec import formats
 from lowprec.formats import Format, codec
 
-from ..metrics import _ratio_metrics, clips, overflow_threshold
+from ..scaling.metrics import _ratio_metrics, clips, overflow_threshold
 from .recipes import BlockLayout, FusedCast, QuantizedChunk, Recipe
 
 __all__ = ["ChunkSignal", "ExactSum", "FLAGS", "Flag", "OUTLIER_FACTOR", "RecipeDetail", "RecipeResult", "RecipeSums",
@@ -351,7 +351,7 @@ class RecipeResult:
 
 
 def ratio_metrics(signal: float, error: float) -> tuple[float, float]:
-    """(RMS relative error, SQNR dB) of summed squares, by `simulations.metrics`' formula."""
+    """(RMS relative error, SQNR dB) of summed squares, by `simulations.scaling.metrics`' formula."""
     rel, sq = _ratio_metrics(np.array([signal]), np.array([error]))
     return float(rel[0]), float(sq[0])
 

@@ -40,7 +40,7 @@ import numpy as np
 from lowprec import formats
 from lowprec.formats import E2M1, E4M3FN, codec
 
-from ..granularity import parse_granularity
+from ..scaling.granularity import parse_granularity
 from ..quant import engine as _engine
 from ..quant._blockwise import inf_bits
 from ..quant.conventions import ElementCast, GlobalScale, element_policy, get_block_convention
@@ -61,7 +61,7 @@ from ..quant.recipes import (
     get_recipe,
     parse_recipes,
 )
-from ..scales import amax_array
+from ..scaling.scales import amax_array
 from ..scaling import ScaledTensor, group_scales
 
 __all__ = [

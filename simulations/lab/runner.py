@@ -52,7 +52,7 @@ import numpy as np
 from lowprec import numtext
 from lowprec.formats import codec
 
-from ..granularity import parse_granularity
+from ..scaling.granularity import parse_granularity
 from .limits import LIMITS, LINE_SEGMENT, ReadLimits
 from .measure import (
     DetailSums,

@@ -16,7 +16,7 @@ import numpy as np
 
 from lowprec import formats
 
-from ..granularity import Granularity
+from ..scaling.granularity import Granularity
 
 CHUNK_BLOCKS = 8192  # blocks per work item: a chunk stays in L2
 # Work items run on one thread by default: measured on a shared 2-core machine, a second thread

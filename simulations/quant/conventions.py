@@ -34,7 +34,7 @@ the three that implement MX and NVFP4):
   `mx/elemwise_ops.py` `_quantize_elemwise_core`, `mx/formats.py`; its default rounding 'nearest'):
   MXINT8 only.
 
-Where they differ (`simulations.block_comparison.block_conventions_table` computes each cell from
+Where they differ (`simulations.blocks.comparison.block_conventions_table` computes each cell from
 the models):
 
 | | ocp | torchao | transformer_engine |
@@ -146,7 +146,7 @@ class AmaxNaN(str, Enum):
 class MXScale(str, Enum):
     """How an MX block's E8M0 scale code follows from its amax (the scale is 2^(code − 127)).
 
-    EXACT: X by the ScaleRule's formula on the exact amax (`block_formats.ScaleRule`), clamped to
+    EXACT: X by the ScaleRule's formula on the exact amax (`blocks.records.ScaleRule`), clamped to
         [−127, 127]; code = X + 127; a block holding NaN or ±Inf gets the NaN scale 0xFF (OCP §6.3).
     EXPONENT_FIELD: torchao floor / ceil / even. e = the exponent field of fl32(amax) minus 127 (an
         Inf amax reads as e = 128; even first adds 2^(22 − m) to amax's bits and clears the

@@ -34,7 +34,7 @@ import numpy as np
 from lowprec import formats
 from lowprec.formats import CastPolicy, FloatFormat, codec
 
-from ..granularity import Granularity
+from ..scaling.granularity import Granularity
 from ._blockwise import (
     amax_bits,
     block_grouping,

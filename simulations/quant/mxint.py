@@ -20,7 +20,7 @@ import numpy as np
 from lowprec import formats
 from lowprec.formats import E8M0, INT8
 
-from ..granularity import Granularity
+from ..scaling.granularity import Granularity
 from ._blockwise import amax_bits, block_grouping, float_input, inf_bits, scale_groups, scale_layout
 from .conventions import BlockConvention, MXIntScale, get_block_convention
 from .scale_rules import E8M0_BIAS, E8M0_NAN_CODE

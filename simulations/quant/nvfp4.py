@@ -26,7 +26,7 @@ import numpy as np
 from lowprec import formats
 from lowprec.formats import E2M1, E4M3FN, FP32, CastPolicy
 
-from ..granularity import Granularity
+from ..scaling.granularity import Granularity
 from ._blockwise import (
     amax_bits,
     block_grouping,

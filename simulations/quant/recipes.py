@@ -33,7 +33,7 @@ import numpy as np
 from lowprec import formats
 from lowprec.formats import Format
 
-from ..granularity import parse_granularity
+from ..scaling.granularity import parse_granularity
 from .conventions import CONVENTIONS, BlockConvention, get_block_convention
 from .rht import RHT_BLOCK
 

@@ -16,7 +16,7 @@ import numpy as np
 from lowprec import formats
 from lowprec.formats import E4M3FN
 
-from ..metrics import error_metrics
+from ..scaling.metrics import error_metrics
 from .engine import quantize
 from .recipes import Scheme, get_recipe
 

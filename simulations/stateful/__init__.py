@@ -2,7 +2,7 @@
 what each consumer reads, under gradient accumulation, a module that did not run, ranks sharing one
 tensor, cached FP8 weights and a recompute under another autocast state.
 
-The public face of the simulation: its `SIMULATION` declaration (`simulations._cli.Simulation`) and
+The public face of the simulation: its `SIMULATION` declaration (`simulations.framework.cli.Simulation`) and
 the `python -m lowprec.simulations.stateful` entry point; `lowprec simulate stateful` and the
 WhoseAmax widget are generated from the same config record. The work lives in four modules:
 
@@ -10,7 +10,7 @@ WhoseAmax widget are generated from the same config record. The work lives in fo
   source and signature; `SCENARIOS`, the families);
 - `config`: `StatefulConfig`, the run's parameters declared once, with bounds, help and `cost()`;
 - `engine`: the machine every design runs (`run_stateful`), over the one delayed-scaling model
-  (`simulations.delayed.DelayedScaling`, Transformer Engine's rule) — no second scaler;
+  (`simulations.scaling.delayed.DelayedScaling`, Transformer Engine's rule) — no second scaler;
 - `result`: `StatefulResult`, its verdict, summary, JSON and CSV;
 - `closed_forms`: what the run must equal where a closed form exists (the clipped share of a spike
   one microbatch or one rank sees, the scale a correct reduction gives).
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._cli import ProgressFn, Simulation, config_or_knobs, run_module
+from ..framework.cli import ProgressFn, Simulation, config_or_knobs, run_module
 from .closed_forms import reduced_encode_scale, spike_clip_threshold, spike_clipped_share
 from .config import StatefulConfig
 from .designs import (ACCUMULATE, DESIGNS, IDLE, RECOMPUTES, REDUCE, SCENARIOS, WEIGHT_READS, Design, contract,

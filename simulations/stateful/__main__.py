@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lowprec.simulations._cli import run_module
+from lowprec.simulations.framework.cli import run_module
 from lowprec.simulations.stateful import SIMULATION
 
 if __name__ == "__main__":

@@ -22,8 +22,8 @@ import numpy as np
 
 from lowprec import formats
 
-from ..delayed import check_margin
-from ..metrics import overflow_threshold
+from ..scaling.delayed import check_margin
+from ..scaling.metrics import overflow_threshold
 
 __all__ = ["reduced_encode_scale", "spike_clip_threshold", "spike_clipped_share"]
 

@@ -4,7 +4,7 @@
 lowprec.simulations.stateful` generate their options from it (`stateful.SIMULATION`), the WhoseAmax
 widget its controls and URL state, and a lesson directive its parameters, all with these names. The
 knobs it shares with other simulations (seed, format, overflow and the delayed scaler's history,
-algo and margin) are the shared declarations of `simulations.knobs`, with one set of bounds.
+algo and margin) are the shared declarations of `simulations.framework.knobs`, with one set of bounds.
 
 The data: per optimizer step t and microbatch k, a [rows, width] float32 tensor σ·N(0, 1) (σ = 1),
 its rows split over `ranks` shards; at the spike steps (`spike_step`, then every `spike_every`
@@ -17,8 +17,8 @@ from __future__ import annotations
 from lowprec.config import ConfigError, Cost, config_record, knob
 from lowprec.formats import get_format
 
-from ..knobs import algo_knob, format_knob, history_knob, margin_knob, overflow_knob, seed_knob
-from ..recompute_state import activation_formats
+from ..framework.knobs import algo_knob, format_knob, history_knob, margin_knob, overflow_knob, seed_knob
+from ..recompute.state import activation_formats
 from .designs import DESIGNS
 
 __all__ = ["StatefulConfig"]

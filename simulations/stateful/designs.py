@@ -2,7 +2,7 @@
 advance and what each consumer reads, as data.
 
 Every design runs the same machine (`engine`): the one delayed-scaling model
-(`simulations.delayed.DelayedScaling`, Transformer Engine's rule) per owner, an owner being one
+(`simulations.scaling.delayed.DelayedScaling`, Transformer Engine's rule) per owner, an owner being one
 (tensor role, layer, rank) of a two-layer network trained with gradient accumulation over
 microbatches and sharded over ranks. A design differs from the corrected baseline in the few rules
 below, each a class attribute whose values are named in one tuple and explained where it is declared:

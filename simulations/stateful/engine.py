@@ -43,9 +43,9 @@ import numpy as np
 from lowprec import formats
 from lowprec.formats import BF16, CastPolicy, FloatFormat, Overflow
 
-from ..delayed import DelayedScaling, tensor_amax
-from ..metrics import clips
-from ..recompute_state import resolve_format
+from ..scaling.delayed import DelayedScaling, tensor_amax
+from ..scaling.metrics import clips
+from ..recompute.state import resolve_format
 from .config import StatefulConfig
 from .designs import Design, get_design
 from .result import ROLES, StatefulResult

@@ -4,7 +4,7 @@ Arrays are indexed by step t, microbatch k, rank r and role i (`ROLES`: the laye
 the layer-0 weight `w0`, the layer-1 input `h1`, the layer-1 weight `w1`). A cell that no cast
 filled (a cached weight, an idle expert) holds NaN; `to_dict()` and `csv_text()` write it as absent
 (`null`, an empty cell), so a NaN that reaches the JSON writer (`lowprec.strictjson`: "nan") is a
-value the run computed. Shares are printed as percentages (`simulations.spike.percent`).
+value the run computed. Shares are printed as percentages (`simulations.studies.spike.percent`).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import numpy as np
 
 from lowprec.formats import FloatFormat, get_format
 
-from .._cli import config_values
-from ..spike import percent
+from ..framework.cli import config_values
+from ..studies.spike import percent
 from .config import StatefulConfig
 from .designs import Design
 

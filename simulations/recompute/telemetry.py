@@ -1,6 +1,6 @@
 """Telemetry of a recompute-divergence run: the result record, its verdict, summary, JSON and CSV.
 
-Torch-free (numpy only): `recompute_harness` fills a `RecomputeResult` while it trains; this module
+Torch-free (numpy only): `recompute.harness` fills a `RecomputeResult` while it trains; this module
 owns what the numbers mean and how they are written. Per-(step, layer) arrays use fill values for
 cells that were not computed (NaN for floats, False, -1, ""); `to_dict()` and `csv_text()` write
 those cells as absent (`null` / an empty CSV cell), so a NaN that reaches the JSON writer

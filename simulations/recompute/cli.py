@@ -11,8 +11,8 @@ import sys
 
 from lowprec.config import CLI_BUDGET  # noqa: F401  (the budget --force lifts, as this module named it)
 
-from .recompute import (DESCRIPTION, PROG, SIMULATION, add_arguments, build_parser, config_from_args, main,
-                        run_from_args, summary_wanted, write_outputs)
+from . import (DESCRIPTION, PROG, SIMULATION, add_arguments, build_parser, config_from_args, main, run_from_args,
+               summary_wanted, write_outputs)
 
 __all__ = ["DESCRIPTION", "PROG", "SIMULATION", "add_arguments", "build_parser", "config_from_args", "main",
            "run_from_args", "summary_wanted", "write_outputs"]

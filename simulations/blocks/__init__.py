@@ -42,18 +42,18 @@ from lowprec import formats
 from lowprec.config import ConfigError, Cost, config_record, knob
 from lowprec.formats import CastPolicy
 
-from ._cli import ProgressFn, Simulation, config_or_knobs, config_values, run_module
-from .granularity import Granularity
-from .metrics import ErrorReport, error_metrics
-from .quant.conventions import CONVENTIONS, DEFAULT_CONVENTION, BlockConvention, get_block_convention
-from .quant.engine import QuantResult, quantize
-from .quant.mx import MXTensor, mx_scale_rule_table, quantize_mx
-from .quant.nvfp4 import NVFP4Tensor, quantize_nvfp4
-from .quant.recipes import RECIPES, Recipe, ScaleFormat, Scheme
-from .quant.rht import RHT_BLOCK, apply_blockwise, inverse_rht, rht_matrix
-from .quant.scale_rules import ScaleRule, scale_rule_of
-from .scaling import quantize_scaled
-from .block_formats import BLOCK_FORMATS, BlockFormat, get_block_format
+from ..framework.cli import ProgressFn, Simulation, config_or_knobs, config_values, run_module
+from ..scaling.granularity import Granularity
+from ..scaling.metrics import ErrorReport, error_metrics
+from ..quant.conventions import CONVENTIONS, DEFAULT_CONVENTION, BlockConvention, get_block_convention
+from ..quant.engine import QuantResult, quantize
+from ..quant.mx import MXTensor, mx_scale_rule_table, quantize_mx
+from ..quant.nvfp4 import NVFP4Tensor, quantize_nvfp4
+from ..quant.recipes import RECIPES, Recipe, ScaleFormat, Scheme
+from ..quant.rht import RHT_BLOCK, apply_blockwise, inverse_rht, rht_matrix
+from ..quant.scale_rules import ScaleRule, scale_rule_of
+from ..scaling import quantize_scaled
+from .records import BLOCK_FORMATS, BlockFormat, get_block_format
 
 __all__ = [
     "BLOCK_RECIPES",

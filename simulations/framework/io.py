@@ -2,7 +2,7 @@
 through the one writer (`lowprec.strictjson`: strict RFC 8259, non-finite floats spelled "nan",
 "inf", "-inf"; None means "absent"), and the one-line error report (`prog: error: message`, exit
 status 2) used for bad arguments. No simulation maths lives here; the generated command-line faces
-live in `simulations._cli`.
+live in `simulations.framework.cli`.
 """
 
 from __future__ import annotations

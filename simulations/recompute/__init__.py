@@ -1,24 +1,25 @@
 """Recompute divergence: a stateful delayed-scaling quantizer inside activation-checkpointed layers.
 
-The public face of the simulation: its `SIMULATION` declaration (`simulations._cli.Simulation`, like
+The public face of the simulation: its `SIMULATION` declaration (`simulations.framework.cli.Simulation`, like
 every other simulation) and its `python -m lowprec.simulations.recompute` entry point. From
 `SIMULATION` come both command lines (`python -m` here, `lowprec simulate recompute` through the
 app's registry of simulations), the RecomputeDivergence widget's controls and URL state and the
-lesson directive's parameters — all the knobs of `RecomputeConfig`. The work lives in six modules,
-re-exported here:
+lesson directive's parameters — all the knobs of `RecomputeConfig`. The work lives in six modules of
+this package, re-exported here:
 
-- `recompute_state` (torch-free): the delayed-scaling state (the one delayed-scaling model,
-  `simulations.delayed.DelayedScaling`, over entries that name their layer), the separated API
+- `state` (torch-free): the delayed-scaling state (the one delayed-scaling model,
+  `simulations.scaling.delayed.DelayedScaling`, over entries that name their layer), the separated API
   (begin, quantize with a snapshot, observe, commit once) and one quantizer class per design
   (`QUANTIZERS`, `VARIANTS`: fixed, consume-after-advance, recompute-mutates, shared-state,
   shared-state-snapshot, stale-centre, bf16-control, gate-asymmetry, gate-asymmetry-repaired);
-- `recompute_config` (torch-free): `RecomputeConfig`, the run's parameters declared once, with
+- `config` (torch-free): `RecomputeConfig`, the run's parameters declared once, with
   bounds, help and `cost()`;
-- `recompute_harness` (torch): the tanh MLP, real `torch.utils.checkpoint`, the training loop
+- `harness` (torch): the tanh MLP, real `torch.utils.checkpoint`, the training loop
   (`run_recompute`, `run_config`);
-- `recompute_telemetry` (torch-free): `RecomputeResult`, its verdict, summary, JSON and CSV;
-- `recompute_concurrency` (torch-free): two workers entering one state (`simulate_concurrent_entry`);
-- `recompute_cli`: the older module of the command line (its names are these).
+- `telemetry` (torch-free): `RecomputeResult`, its verdict, summary, JSON and CSV;
+- `concurrency` (torch-free): two workers entering one state (`simulate_concurrent_entry`);
+- `cli`: the command line's names under the older module (`recompute_cli` before the
+  restructure of issue 27): these same names.
 
 Importing this module does not import torch: the harness's names (`run_recompute`, `run_config`,
 `make_problem`, `Problem`, `warm_up`) load it on first use (a missing torch is then a
@@ -34,38 +35,19 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from lowprec import strictjson
 
-from ._cli import OptionAlias, ProgressFn, Simulation, run_module
-from ._io import ArgumentParser, write_text
-from .recompute_concurrency import ConcurrencyResult, simulate_concurrent_entry
-from .recompute_config import OVERFLOW_MODES, RecomputeConfig
-from .recompute_state import (
-    AMAX_ALGOS,
-    DETERMINISTIC_ROUNDINGS,
-    QUANTIZERS,
-    VARIANTS,
-    ConcurrentStateError,
-    ConsumerScaling,
-    DelayedScaleState,
-    DoubleCommitError,
-    HistoryEntry,
-    PhaseInfo,
-    QuantizedTensor,
-    QuantObservation,
-    QuantSnapshot,
-    SnapshotIdentityError,
-    VariantQuantizer,
-    begin_logical_quantization,
-    commit_quant_observation,
-    dequantize_paired,
-    make_quantizer,
-    observe_for_future_state,
-    quantize_with_snapshot,
-    resolve_format,
-)
-from .recompute_telemetry import LAYER_ARRAYS, RecomputeResult
+from ..framework.cli import OptionAlias, ProgressFn, Simulation, run_module
+from ..framework.io import ArgumentParser, write_text
+from .concurrency import ConcurrencyResult, simulate_concurrent_entry
+from .config import OVERFLOW_MODES, RecomputeConfig
+from .state import (AMAX_ALGOS, DETERMINISTIC_ROUNDINGS, QUANTIZERS, VARIANTS, ConcurrentStateError,
+                    ConsumerScaling, DelayedScaleState, DoubleCommitError, HistoryEntry, PhaseInfo,
+                    QuantizedTensor, QuantObservation, QuantSnapshot, SnapshotIdentityError, VariantQuantizer,
+                    begin_logical_quantization, commit_quant_observation, dequantize_paired, make_quantizer,
+                    observe_for_future_state, quantize_with_snapshot, resolve_format)
+from .telemetry import LAYER_ARRAYS, RecomputeResult
 
 if TYPE_CHECKING:
-    from .recompute_harness import Problem, make_problem, run_config, run_recompute, warm_up
+    from .harness import Problem, make_problem, run_config, run_recompute, warm_up
 
 __all__ = [
     "AMAX_ALGOS", "DESCRIPTION", "DETERMINISTIC_ROUNDINGS", "PROG", "LAYER_ARRAYS", "OVERFLOW_MODES", "QUANTIZERS", "VARIANTS",
@@ -84,7 +66,7 @@ _HARNESS = ("Problem", "make_problem", "run_config", "run_recompute", "warm_up")
 
 def __getattr__(name: str) -> Any:
     if name in _HARNESS:
-        harness = importlib.import_module(".recompute_harness", __package__)
+        harness = importlib.import_module(".harness", __name__)
         for attr in _HARNESS:
             globals().setdefault(attr, getattr(harness, attr))
         return globals()[name]
@@ -130,7 +112,7 @@ main = SIMULATION.main
 
 
 # ------------------------------------------------------------------------------------------------
-# the older command-line interface (formerly recompute_cli's), generated from SIMULATION
+# the older command-line interface (formerly recompute_cli's, now also `recompute.cli`'s), generated from SIMULATION
 # ------------------------------------------------------------------------------------------------
 
 

@@ -2,7 +2,7 @@
 
 Step t is drawn from its own Philox stream (key = seed, counter block = t), so a step can be drawn
 alone, in any order, and no two steps overlap. The parameters (and their defaults) are declared by
-the simulation that uses a stream (`simulations.spike.SpikeConfig`); `TensorStream` checks its own.
+the simulation that uses a stream (`simulations.studies.spike.SpikeConfig`); `TensorStream` checks its own.
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """The torch harness of the recompute simulation: network, real activation checkpointing, training.
 
-A small tanh MLP whose layer inputs are quantized by a `recompute_state` quantizer, trained with
+A small tanh MLP whose layer inputs are quantized by a `recompute.state` quantizer, trained with
 real PyTorch autograd and `torch.utils.checkpoint` (non-reentrant, CPU), so backward really
 re-enters each layer body. The recompute phase is marked through checkpoint's public `context_fn`
 hook (its second context manager is entered only while a checkpointed region is re-run). The
 quantizer's rounding is a straight-through estimator in backward. Each body call is recorded, and
-the training loop fills a `recompute_telemetry.RecomputeResult` per step and layer. Torch runs on
+the training loop fills a `recompute.telemetry.RecomputeResult` per step and layer. Torch runs on
 one intra-op thread (the matrices are tiny; one thread also makes the floats independent of the
 machine's core count).
 """
@@ -26,17 +26,10 @@ from torch.utils.checkpoint import CheckpointError, checkpoint, set_checkpoint_e
 from lowprec.config import from_mapping, iter_values
 from lowprec.formats import CastPolicy, FloatFormat, Overflow, Rounding
 
-from .recompute_config import RecomputeConfig
-from .recompute_state import (
-    ConcurrentStateError,
-    DoubleCommitError,
-    PhaseInfo,
-    SnapshotIdentityError,
-    VariantQuantizer,
-    make_quantizer,
-    resolve_format,
-)
-from .recompute_telemetry import RecomputeResult, activation_diffs, tensor_hash
+from .config import RecomputeConfig
+from .state import (ConcurrentStateError, DoubleCommitError, PhaseInfo, SnapshotIdentityError, VariantQuantizer,
+                    make_quantizer, resolve_format)
+from .telemetry import RecomputeResult, activation_diffs, tensor_hash
 
 __all__ = ["Problem", "make_problem", "run_config", "run_recompute", "warm_up"]
 

@@ -6,7 +6,7 @@
 and URL state (`lowprec.app.widgets._sim_base.simulation_widget`) and the lesson directive its
 parameters (`lowprec.app.lessons.WIDGET_PARAMS`), all with these names. The knobs it shares with
 other simulations (seed, format, and the delayed scaler's history, algo and margin) are the shared
-declarations of `simulations.knobs`, with one set of bounds. Torch-free, so building a parser or a
+declarations of `simulations.framework.knobs`, with one set of bounds. Torch-free, so building a parser or a
 lesson table does not import torch.
 
 The bounds keep one run small: at the maximum of every knob together (16 layers × width 256,
@@ -19,8 +19,9 @@ from __future__ import annotations
 from lowprec.config import ConfigError, Cost, config_record, knob
 from lowprec.formats import get_format
 
-from .knobs import OVERFLOW_MODES, algo_knob, format_knob, history_knob, margin_knob, overflow_knob, seed_knob
-from .recompute_state import DETERMINISTIC_ROUNDINGS, QUANTIZERS, activation_formats
+from ..framework.knobs import (OVERFLOW_MODES, algo_knob, format_knob, history_knob, margin_knob, overflow_knob,
+                               seed_knob)
+from .state import DETERMINISTIC_ROUNDINGS, QUANTIZERS, activation_formats
 
 __all__ = ["RecomputeConfig", "OVERFLOW_MODES"]
 

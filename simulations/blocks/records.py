@@ -19,18 +19,10 @@ from typing import Any
 
 from lowprec.formats import E8M0, FP32, FloatFormat
 
-from .quant.nvfp4 import nvfp4_bits_per_element
-from .quant.recipes import RECIPES, Recipe, Scheme
-from .quant.scale_rules import (
-    E8M0_BIAS,
-    E8M0_NAN_CODE,
-    MX_ELEMENT_FORMATS,
-    ScaleRule,
-    check_block_size,
-    element_format,
-    mx_scale_exponent,
-    scale_rule_of,
-)
+from ..quant.nvfp4 import nvfp4_bits_per_element
+from ..quant.recipes import RECIPES, Recipe, Scheme
+from ..quant.scale_rules import (E8M0_BIAS, E8M0_NAN_CODE, MX_ELEMENT_FORMATS, ScaleRule, check_block_size,
+                                 element_format, mx_scale_exponent, scale_rule_of)
 
 __all__ = [
     "BLOCK_FORMATS",

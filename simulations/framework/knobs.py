@@ -3,7 +3,7 @@
 A config record takes one of these where it has the knob: `history: int = history_knob()`. Each
 call makes a fresh dataclass field from the one declaration here (a field cannot be shared between
 two dataclasses), so every record that has the knob has the same name, default, bounds or choices
-and help; the delayed-scaling bounds are the model's own (`simulations.delayed`: `HISTORY_BOUNDS`,
+and help; the delayed-scaling bounds are the model's own (`simulations.scaling.delayed`: `HISTORY_BOUNDS`,
 `MARGIN_BOUNDS`, `AMAX_ALGOS`, which `DelayedScaler(margin=…)` and the recompute state check too).
 
 - `history_knob()`, `algo_knob()`, `margin_knob()`: the delayed scaler's amax history length, its
@@ -25,7 +25,7 @@ from typing import Any, Sequence
 
 from lowprec.config import knob
 
-from .delayed import AMAX_ALGOS, HISTORY_BOUNDS, MARGIN_BOUNDS
+from ..scaling.delayed import AMAX_ALGOS, HISTORY_BOUNDS, MARGIN_BOUNDS
 
 __all__ = ["ACCUMULATOR_CHOICES", "OVERFLOW_MODES", "SEED_BOUNDS", "SEED_MAX", "accumulator_knob", "algo_knob",
            "format_knob", "history_knob", "margin_knob", "overflow_knob", "seed_knob"]

@@ -1,11 +1,11 @@
 """The delayed-scaling quantizer state machine of the recompute simulation, and its designs.
 
-Torch-free (numpy, `lowprec.formats` and `simulations.delayed`): this module owns what a stateful quantizer does when
+Torch-free (numpy, `lowprec.formats` and `simulations.scaling.delayed`): this module owns what a stateful quantizer does when
 a layer body runs — encode, observe, commit — and nothing about networks or autograd
-(`recompute_harness` drives it from inside `torch.utils.checkpoint`).
+(`recompute.harness` drives it from inside `torch.utils.checkpoint`).
 
 Scale convention: Transformer Engine's delayed scaling, as the one model of it computes it
-(`simulations.delayed.DelayedScaling`, which the spike simulation uses too): `encode_scale =
+(`simulations.scaling.delayed.DelayedScaling`, which the spike simulation uses too): `encode_scale =
 float32(F · 2^-margin) / amax` in float32 with `F = fmt.max` and `amax` the maximum (`"max"`) or
 newest (`"most_recent"`) entry of an amax history; `decode_scale = float32(1 / encode_scale)`; codes
 are `encode(x · encode_scale)` and the GEMM consumer multiplies the decoded codes by `decode_scale`.
@@ -32,7 +32,7 @@ import numpy as np
 
 from lowprec.formats import BF16, CastPolicy, FloatFormat, Rounding, decode, encode, get_format
 
-from .delayed import AMAX_ALGOS, DelayedScaling, check_algo
+from ..scaling.delayed import AMAX_ALGOS, DelayedScaling, check_algo
 
 __all__ = [
     "AMAX_ALGOS",

@@ -16,14 +16,8 @@ import numpy as np
 
 from lowprec.formats import FloatFormat
 
-from .recompute_state import (
-    ConcurrentStateError,
-    DelayedScaleState,
-    begin_logical_quantization,
-    commit_quant_observation,
-    observe_for_future_state,
-    resolve_format,
-)
+from .state import (ConcurrentStateError, DelayedScaleState, begin_logical_quantization, commit_quant_observation,
+                    observe_for_future_state, resolve_format)
 
 __all__ = ["ConcurrencyResult", "simulate_concurrent_entry"]
 

@@ -1,14 +1,14 @@
 """Scaled casts: each group of elements multiplied by its encode scale and cast to the element format,
 with the scales kept beside the codes (`ScaledTensor`), and their error against the source.
 
-Scales follow `simulations.scales` (`encode_scale = F / amax / 2^margin`, its inverse the decode
-scale; the safe scale 1.0 for a zero or non-finite amax); groups follow `simulations.granularity`.
+Scales follow `simulations.scaling.scales` (`encode_scale = F / amax / 2^margin`, its inverse the decode
+scale; the safe scale 1.0 for a zero or non-finite amax); groups follow `simulations.scaling.granularity`.
 Casts go through `formats.encode` (element policy default: round-to-nearest-even, saturating, the
 OCP reading); the scaled value is formed in float64 from a float32 encode scale, which is exact, so
 each element is rounded once. Without a scale format the encode scale is stored as float32 (as
 Transformer Engine does) and `decode_scale = 1 / encode_scale`; with one (E8M0, E4M3FN, BF16 …) the
 decode scale is itself cast (rounded up by default, so no group clips) and the elements are divided
-by the decoded scale. Error metrics: `simulations.metrics`. Source: NVIDIA Transformer Engine FP8
+by the decoded scale. Error metrics: `simulations.scaling.metrics`. Source: NVIDIA Transformer Engine FP8
 primer; OCP Microscaling Formats v1.0 §6 (block scaling).
 """
 

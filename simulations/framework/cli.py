@@ -11,7 +11,7 @@ command lines, with the same option names and the same behaviour:
 Options: one per knob of the record (`--spike-step` for `spike_step`, help ending in the default),
 then the output options `--json OUT` (strict JSON through `lowprec.strictjson`; "-" for stdout),
 `--csv OUT` where the result has a table, `--html OUT`, `--quiet` (no summary) and `--force`. Before
-any work the output paths are checked (`_io.check_output_path`) and the record's `cost()` against
+any work the output paths are checked (`framework.io.check_output_path`) and the record's `cost()` against
 `config.CLI_BUDGET` (over it: one line naming the option and the budget; `--force` runs anyway). A summary is
 printed on stdout unless `--quiet` is given or the JSON goes to stdout. Bad values raise the record's
 `ConfigError` naming the option as typed (`--history: must be ≥ 1, got 0`); both faces report it as
@@ -36,7 +36,7 @@ from lowprec import formats, strictjson
 from lowprec.config import (CLI_BUDGET, ConfigError, Knob, add_arguments, check_budget, fields_of, from_mapping,
                             from_namespace, option_name)
 
-from ._io import STDOUT, ArgumentParser, check_output_path, error_exit, write_text
+from .io import STDOUT, ArgumentParser, check_output_path, error_exit, write_text
 
 __all__ = ["OUTPUT_OPTIONS", "OptionAlias", "ProgressFn", "Simulation", "config_or_knobs", "config_values", "run_module"]
 

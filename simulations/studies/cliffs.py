@@ -26,7 +26,7 @@ import numpy as np
 
 from lowprec.formats import CastPolicy, FloatFormat, Overflow, as_float_array, code_table, decode, encode, get_format
 
-from ._io import ArgumentParser, check_output_path, error_exit, write_json
+from ..framework.io import ArgumentParser, check_output_path, error_exit, write_json
 
 # ------------------------------------------------------------------------------------------------
 # correctly rounded arithmetic in a format
@@ -497,7 +497,7 @@ def scaling_comparison(fmt: Any = "E5M2", gradients: Sequence[tuple[str, float, 
 
 
 # ------------------------------------------------------------------------------------------------
-# python -m lowprec.simulations.cliffs
+# python -m lowprec.simulations.studies.cliffs
 # ------------------------------------------------------------------------------------------------
 
 
@@ -515,9 +515,9 @@ def all_cliffs() -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m lowprec.simulations.cliffs`: every demonstration with its defaults (no parameters),
+    """`python -m lowprec.simulations.studies.cliffs`: every demonstration with its defaults (no parameters),
     as strict JSON to --json (default: stdout)."""
-    parser = ArgumentParser(prog="python -m lowprec.simulations.cliffs",
+    parser = ArgumentParser(prog="python -m lowprec.simulations.studies.cliffs",
                             description="Precision cliffs, each with its defaults; writes JSON.")
     parser.add_argument("--json", metavar="OUT", default="-", help='write the JSON here ("-": stdout) (default: -)')
     args = parser.parse_args(argv)

@@ -19,11 +19,11 @@ import numpy as np
 from lowprec import formats
 from lowprec.formats import E4M3FN
 
-from .block_formats import get_block_format
-from .quant.conventions import BLOCK_CONVENTIONS
-from .quant.mx import quantize_mx
-from .quant.nvfp4 import quantize_nvfp4
-from .quant.scale_rules import E8M0_BIAS, E8M0_NAN_CODE
+from .records import get_block_format
+from ..quant.conventions import BLOCK_CONVENTIONS
+from ..quant.mx import quantize_mx
+from ..quant.nvfp4 import quantize_nvfp4
+from ..quant.scale_rules import E8M0_BIAS, E8M0_NAN_CODE
 
 __all__ = ["ConventionComparison", "ConventionOutcome", "ConventionProbe", "block_conventions_table",
            "compare_conventions"]
