@@ -10,7 +10,7 @@ import pytest
 
 #: lowprec.app.bench is the alias of lowprec.benchmarks.app (its old path), under its own name
 TOOLS = ["lowprec.benchmarks.app", "lowprec.app.bench", "lowprec.benchmarks.gpu", "lowprec.benchmarks.budgets",
-         "lowprec.simulations.studies.spike"]  # spike: an alias module kept by the restructure
+         "lowprec.simulations.spike"]  # spike: an alias module kept by the restructure (restructure: keep)
 
 
 def test_every_parser_class_is_the_one() -> None:
