@@ -205,7 +205,7 @@ class LazySlot(LessonComponent):
     when the slot comes near the view (or in the background, one slot at a time, once nothing else
     is loading). Served, it sets `requested` and `pages.LazyWidget` builds the widget and swaps it
     in; exported, the widget's models wait in the slot's `tags` and the page swaps them in
-    (`export._defer_widgets`). `spec`: `lazy_spec`."""
+    (`export.page._defer_widgets`). `spec`: `lazy_spec`."""
 
     requested = param.Boolean(default=False, doc="set by the page when the widget should be built")
 

@@ -1,5 +1,5 @@
 """Serve the app in a child process and wait until it answers: the one serve-and-wait helper of the
-browser tests, the page benchmarks (`app.bench`, `app.bench_isolation`) and the screenshots
+browser tests, the page benchmarks (`benchmarks.app`, `benchmarks.isolation`) and the screenshots
 (`app.screenshots`).
 
 `serve_and_wait()` starts `lowprec serve --no-show --port PORT` (or any command line, `{port}` in it

@@ -140,7 +140,7 @@ step "gemm checks" 150 "$OUT_DIR/gemm_checks.log" \
     "$PY" -m lowprec.gpu.gemm_checks ${GEMM[@]+"${GEMM[@]}"} --budget-s 120 --json "$OUT_DIR/gemm_checks.json"
 
 step "benchmarks" 120 "$OUT_DIR/bench.log" \
-    "$PY" -m lowprec.gpu.bench ${BENCH[@]+"${BENCH[@]}"} --budget-s 90 --json "$OUT_DIR/gpu_bench.json"
+    "$PY" -m lowprec.benchmarks.gpu ${BENCH[@]+"${BENCH[@]}"} --budget-s 90 --json "$OUT_DIR/gpu_bench.json"
 
 echo "== summary ($OUT_DIR)"
 cat "$SUMMARY"

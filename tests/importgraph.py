@@ -1,7 +1,7 @@
 """The import graph of the `lowprec` package, read from its source files with `ast` (nothing is
 imported): one node per module, one edge per import statement that names a lowprec module —
 module-level or inside a function (a lazy import is still a dependency) — plus string constants
-that name a lowprec module (`"lowprec.app.commands.cast_cmd"`, `"lowprec.app.bench"`, `"mod:Class"`:
+that name a lowprec module (`"lowprec.app.commands.cast_cmd"`, `"lowprec.benchmarks.app"`, `"mod:Class"`:
 the registries that import by name; not a module started in a child process with `-m`), and the
 third-party top-level modules each one imports.
 

@@ -11,7 +11,7 @@ lesson (tests/lesson_fixture.py), served and exported, in Debian's headless Chro
 - no serious or critical axe violation in the components; no request leaves the server (or, for
   the exported page, the disk); no console or page error.
 
-The exported page is written by `app/export.py` itself, with the probe lesson as the course
+The exported page is written by `app/export/` itself, with the probe lesson as the course
 (`export_for_test`).
 """
 
@@ -84,7 +84,7 @@ def server(course: Path) -> Iterator[str]:
 
 
 def export_for_test(course: Path, out: Path) -> Path:
-    """The probe lesson's page written by `lowprec export` (app/export.py) with the probe lesson as
+    """The probe lesson's page written by `lowprec export` (app/export/) with the probe lesson as
     the whole course: assets once under _static/, the document embedded, widgets without a live
     offline control disabled; the lesson components stay live."""
     from lowprec.course import lessons

@@ -386,9 +386,9 @@ def test_interpreter_report_records_its_deviations(
 def test_device_script_without_cuda_or_time(tmp_path: Path) -> None:
     if HAS_CUDA:
         pytest.skip("CUDA is present: the device script runs for real there")
-    from lowprec.gpu import bench
+    from lowprec.benchmarks import gpu as gpu_bench
 
-    assert "skipped" in bench.run(quick=True)
+    assert "skipped" in gpu_bench.run(quick=True)
     r = _device_script(tmp_path / "real")
     assert r.returncode == 3, r.stdout + r.stderr
     assert "not usable here" in r.stdout

@@ -6,8 +6,9 @@ down (DESIGN.md):
     simulations  → formats (+ leaves)
     course       → formats, simulations (+ leaves)
     gpu          → formats, simulations (+ leaves)
-    benchmarks   → formats, simulations, gpu (+ leaves)
-    app          → anything; nothing outside app imports app
+    benchmarks   → formats, simulations, gpu (+ leaves); the benchmarks that drive the app
+                   (`APP_BENCHMARKS`) → app too
+    app          → anything; nothing outside app imports app but `APP_BENCHMARKS`
 
 Leaves (import nothing of lowprec but the floor): `lowprec` itself, `lowprec.strictjson`, `lowprec.commandline`,
 `lowprec.config`,
@@ -17,6 +18,14 @@ Third-party: Panel/Bokeh/param only in app, Triton only in gpu, torch only where
 autograd or a torch backend is the point (the recompute simulation, the course examples that run
 torch.utils.checkpoint, the recipe lab's state-dict reader, gpu, benchmarks).
 The same checks run on the installed wheel in tests/test_packaging.py (`check_graph`).
+
+Why `APP_BENCHMARKS` (issue 27 item 7, benchmarks in one place): every benchmark lives in
+`lowprec.benchmarks` and is named in its one table (`BENCHMARKS`, which `lowprec bench` enumerates);
+two of them time the app itself (widget updates, pages ready in a browser, sessions under load) and
+cannot do so without importing it. They are named here one by one, import no third-party GUI module
+themselves, and nothing of the app imports them but the `lowprec.app.bench*` aliases of their old
+`python -m` paths; the no-cycle check still holds over them. The GPU benchmark needs no exception:
+it reaches Triton through `lowprec.gpu.timing`.
 
 Inside `simulations`, subpackages by concept (issue 27 item 7) point down too (`SIMULATIONS_MAY_IMPORT`):
 `scaling` (scaled casts, granularity, scales, metrics, delayed scaling, tensor streams) at the bottom,
@@ -62,6 +71,8 @@ THIRD_PARTY_ONLY_IN: dict[str, tuple[str, ...]] = {
               "lowprec.course.examples_transfer",
               "lowprec.simulations.lab.torch_reader", "lowprec.gpu.", "lowprec.benchmarks."),
 }
+#: benchmarks that drive the app and may import it (see the module docstring)
+APP_BENCHMARKS = {"lowprec.benchmarks.app", "lowprec.benchmarks.isolation"}
 #: simulations' subpackage → the subpackages it may import (besides itself): a DAG, bottom first
 SIMULATIONS_MAY_IMPORT: dict[str, set[str]] = {
     "scaling": set(),
@@ -94,6 +105,8 @@ def layering_problems(g: Graph) -> list[str]:
                 if src == "leaf" and mod != "lowprec" and t != mod and (t not in FLOOR or mod in FLOOR):
                     problems.append(f"leaf {mod} imports {t}")
                 continue
+            if dst == "app" and mod in APP_BENCHMARKS:
+                continue
             if src == "leaf" or dst not in MAY_IMPORT.get(src, set()):
                 problems.append(f"{mod} ({src}) imports {t} ({dst})")
     for mod, names in sorted(g.third_party.items()):
@@ -118,7 +131,10 @@ def test_graph_covers_every_layer() -> None:
     assert {"formats", "simulations", "course", "gpu", "benchmarks", "app", "leaf"} <= layers
     # the walk sees lazy imports and registries: the CLI's table reaches every command module
     assert "lowprec.app.commands.cast_cmd" in GRAPH.edges["lowprec.app.cli"]
-    assert "lowprec.benchmarks.cli" in GRAPH.edges["lowprec.app.commands.bench_cmd"]
+    assert "lowprec.benchmarks" in GRAPH.edges["lowprec.app.commands.bench_cmd"]
+    # the one table of benchmarks names every benchmark module, the app's and the GPU's included
+    assert {"lowprec.benchmarks.cli", "lowprec.benchmarks.app", "lowprec.benchmarks.isolation",
+            "lowprec.benchmarks.gpu"} <= GRAPH.edges["lowprec.benchmarks"]
 
 
 def test_no_import_cycle() -> None:
@@ -145,6 +161,17 @@ def test_the_checker_sees_a_violation() -> None:
     assert layering_problems(g) == ["lowprec.formats.codec (formats) imports lowprec.app.cli (app)",
                                     "lowprec.formats.codec imports torch",
                                     "lowprec.gpu.x imports panel"]
+
+
+def test_only_the_named_benchmarks_may_import_the_app() -> None:
+    """`APP_BENCHMARKS` is an exception by name: another benchmark that imports the app, or a named
+    one that imports Panel itself, is still a violation."""
+    g = Graph(edges={"lowprec.benchmarks.app": {"lowprec.app.export"},
+                     "lowprec.benchmarks.formats": {"lowprec.app.pages"}},
+              third_party={"lowprec.benchmarks.app": {"panel"}})
+    assert layering_problems(g) == [
+        "lowprec.benchmarks.formats (benchmarks) imports lowprec.app.pages (app)",
+        "lowprec.benchmarks.app imports panel"]
 
 
 SIM = "lowprec.simulations"

@@ -135,12 +135,13 @@ def test_the_offline_browser_aborts_and_records_every_outside_request(_chromium:
 SHORT_LIVED = """
 import sys
 if __name__ == "__main__":
-    from lowprec.app import pages, server
-    real = pages.served
+    from lowprec.app import server
+    from lowprec.app.pages import session  # where `routes()` looks `served` up
+    real = session.served
     def served(route):
         print("built page", repr(route), flush=True)
         return real(route)
-    pages.served = served
+    session.served = served
     print("lowprec: serving", flush=True)
     server.serve(port=int(sys.argv[1]), show=False, unused_session_lifetime_milliseconds=500,
                  check_unused_sessions_milliseconds=250)
@@ -312,7 +313,7 @@ def test_a_served_page_pins_the_resource_path_before_it_builds_anything(monkeypa
         seen.append(pn.state.curdoc.template_variables.get("dist_url"))
         raise Stop
 
-    monkeypatch.setattr(pages, "build_page", build_page)
+    monkeypatch.setattr(pages.session, "build_page", build_page)  # where `served` looks it up
     doc = Document()
     context = SimpleNamespace(request=SimpleNamespace(arguments={}, cookies={}, headers={}), id="probe")
     doc._session_context = lambda: context  # type: ignore[assignment,return-value]

@@ -313,7 +313,7 @@ def test_a_lazy_widget_that_fails_to_build_says_so(monkeypatch: pytest.MonkeyPat
     def broken(name: str, params: Any = None) -> Any:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(pages, "build_widget", broken)
+    monkeypatch.setattr(pages.building, "build_widget", broken)  # where `built_view` looks it up
     with pytest.raises(RuntimeError, match="boom"):
         first.build()
     assert _alerts(first) == ["The BinExplorer widget could not be built (internal error: RuntimeError); "
@@ -415,7 +415,7 @@ def test_spares_are_built_on_the_event_loop_after_the_first_page_and_can_be_turn
     spares = pages.Spares()
     spares.START_DELAY_S = 0.0
     keys = [pages.spare_key("BinChallenge", {}), pages.spare_key("Conventions", {})]
-    monkeypatch.setattr(pages, "prebuilt_keys", lambda: keys)
+    monkeypatch.setattr(pages.spares, "prebuilt_keys", lambda: keys)  # where `Spares.start` looks it up
     spares.start()  # no event loop in this thread: nothing scheduled, nothing built
     assert spares.built == 0
 
@@ -453,7 +453,7 @@ def test_a_spare_is_built_outside_any_session(monkeypatch: pytest.MonkeyPatch) -
         seen.append(pn.state.curdoc)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(pages, "built_view", spy)
+    monkeypatch.setattr(pages.spares, "built_view", spy)  # where `Spares.fill` looks it up
     spares = pages.Spares()
     spares.REFILL_DELAY_S = 0.0
 

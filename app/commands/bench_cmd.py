@@ -1,8 +1,8 @@
 """`lowprec bench [NAME ...] [--quick] [--json OUT]`: run speed benchmarks.
 
-`BENCHMARKS` is the one table of benchmarks: name → module exposing `run(quick) -> dict` of named
-figures. Most live in `lowprec.benchmarks` (which imports nothing of the app); `app` is the app's
-own (`lowprec.app.bench`). A module is imported only when its benchmark runs. `--json` writes the
+`BENCHMARKS` (`lowprec.benchmarks.BENCHMARKS`, re-exported here) is the one table of benchmarks:
+name → module of `lowprec.benchmarks` exposing `run(quick) -> dict` of named figures. A module is
+imported only when its benchmark runs. `--json` writes the
 figures as strict JSON (`lowprec.strictjson`; "-" for stdout).
 """
 
@@ -13,22 +13,8 @@ import importlib
 from typing import Any
 
 from lowprec import strictjson
+from lowprec.benchmarks import BENCHMARKS
 from lowprec.simulations.framework.io import check_output_path
-
-BENCHMARKS: dict[str, str] = {
-    "formats": "lowprec.benchmarks.formats",
-    "blocks": "lowprec.benchmarks.blocks",
-    "attention": "lowprec.benchmarks.attention",
-    "recompute": "lowprec.benchmarks.recompute",
-    "cli": "lowprec.benchmarks.cli",
-    "analyze": "lowprec.benchmarks.analyze",
-    "analyze_layouts": "lowprec.benchmarks.analyze_layouts",
-    "gpu": "lowprec.benchmarks.gpu",
-    "app": "lowprec.app.bench",
-    "isolation": "lowprec.app.bench_isolation",
-    "budgets": "lowprec.benchmarks.budgets",
-    "gemm": "lowprec.benchmarks.gemm",
-}
 
 
 def register(sub: Any) -> None:

@@ -809,7 +809,7 @@ function renderHunt(model, spec) {
 // it when it comes within half a window of the view, or else in the background, one slot at a time
 // in page order, once nothing else is loading. Served (lowprec.app.pages.LazyWidget) it asks the
 // server (`model.requested = true`), which builds the widget and swaps it in; exported
-// (lowprec.app.export._defer_widgets) the widget's models are already in the page, in the slot's
+// (lowprec.app.export.page._defer_widgets) the widget's models are already in the page, in the slot's
 // tags, and the slot swaps them in itself. Either way the slot's view is then removed.
 // `window.lowprecLazy` says what is still waiting (tests, the page-ready benchmark).
 const LAZY = {slots: new Map(), timer: null, observer: null}
