@@ -214,7 +214,7 @@ def test_the_app_refuses_to_import_when_the_halves_disagree() -> None:
     import sys
 
     code = ("from lowprec.course import placeable\n"
-            "placeable.WIDGET_RECORDS['Extra'] = 'lowprec.simulations.spike:SpikeConfig'\n"
+            "placeable.WIDGET_RECORDS['Extra'] = 'lowprec.simulations.studies.spike:SpikeConfig'\n"
             "import lowprec.app.widgets\n")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert run.returncode != 0
