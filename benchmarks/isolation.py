@@ -148,8 +148,10 @@ def run_upload(size_mb: float = UPLOAD_MB, quick: bool = False) -> dict[str, flo
     columns), another session's BinExplorer replies are timed (from Enter to the new plot data), as
     `run` times them next to heavy simulations. Before issue 33 the upload was read and analysed
     on the event loop and every other session waited for it. Figures: the upload's size, the time
-    from choosing the file to its table on screen, p50/p95/max of the other tab's replies while the
-    upload was in flight, and the load."""
+    from choosing the file to its arrival on the server (its copy in the lab's upload folder) and to
+    its table on screen, p50/p95/max of the other tab's replies in each phase — while the browser
+    sends the file (the sending tab, the server receiving it and the timed tab share the cores) and
+    while the server analyses it, which the target is about — and the load."""
     import tempfile
 
     import numpy as np
@@ -157,8 +159,15 @@ def run_upload(size_mb: float = UPLOAD_MB, quick: bool = False) -> dict[str, flo
 
     from lowprec.app.serving import serve_and_wait
 
+    import glob
+    import threading
+
     rows = max(1, int(size_mb * 1e6 / 4 / 4096))
-    updates: list[float] = []
+    updates: list[tuple[float, float]] = []  # (sent at, seconds after the upload began; reply time)
+    arrived: list[float] = []  # when the upload's copy appeared in the lab's upload folder
+    pattern = os.path.join(tempfile.gettempdir(), "lowprec-lab-upload-*", "upload-*")
+    before_upload = set(glob.glob(pattern))
+    watching = threading.Event()
     with tempfile.TemporaryDirectory() as tmp, serve_and_wait(timeout_s=120) as server:
         path = os.path.join(tmp, "bench-upload.npy")
         np.save(path, np.random.default_rng(0).standard_normal((rows, 4096), dtype=np.float32))
@@ -176,6 +185,14 @@ def run_upload(size_mb: float = UPLOAD_MB, quick: bool = False) -> dict[str, flo
             box = light.get_by_placeholder("3.3, 1e-3, -0, inf, nan, 0x1.8p3")
             load_avg_start = os.getloadavg()[0]
             t_upload = time.perf_counter()
+
+            def watch() -> None:  # the server moves a complete upload into the lab's upload folder
+                while not watching.is_set() and not arrived:
+                    if set(glob.glob(pattern)) - before_upload:
+                        arrived.append(time.perf_counter() - t_upload)
+                    time.sleep(0.05)
+
+            threading.Thread(target=watch, daemon=True).start()
             lab.locator("input[type=file]").first.set_input_files(path)
             done = "() => document.body.innerText.includes('bench-upload.npy') && " \
                    "!document.body.innerText.includes('Computing')"
@@ -194,22 +211,30 @@ def run_upload(size_mb: float = UPLOAD_MB, quick: bool = False) -> dict[str, flo
                 t0 = time.perf_counter()
                 box.press("Enter")
                 light.wait_for_function(f"() => ({_X_DATA})() !== {before!r}", timeout=120_000, polling=10)
-                updates.append(time.perf_counter() - t0)
+                updates.append((t0 - t_upload, time.perf_counter() - t0))
                 i += 1
                 if quick and i >= 10:
                     lab.wait_for_function(done, timeout=900_000, polling=200)
                     break
             analysed = time.perf_counter() - t_upload
+            watching.set()
             load_avg_end = os.getloadavg()[0]
             browser.close()
     out: dict[str, float | str] = {
         "upload_mb": round(size / 1e6, 1), "upload_to_table_s": round(analysed, 1), "other_tab_updates": len(updates),
         "load_average_1min": f"{load_avg_start:.1f} → {load_avg_end:.1f}", "cores": str(os.cpu_count())}
-    if updates:
-        out.update({"other_tab_update_p50_s": round(statistics.median(updates), 3),
-                    "other_tab_update_p95_s": round(_percentile(updates, 0.95), 3),
-                    "other_tab_update_max_s": round(max(updates), 3),
-                    "other_tab_within_target": "yes" if _percentile(updates, 0.95) <= UPDATE_TARGET_S else "NO"})
+    if arrived:
+        out["upload_arrived_s"] = round(arrived[0], 1)
+    cut = arrived[0] if arrived else 0.0  # unseen arrival: every reply counts as "while analysed"
+    phases = {"during_transfer": [r for t, r in updates if t < cut], "while_analysed": [r for t, r in updates if t >= cut]}
+    for phase, replies in phases.items():
+        if replies:
+            out.update({f"other_tab_{phase}_p50_s": round(statistics.median(replies), 3),
+                        f"other_tab_{phase}_p95_s": round(_percentile(replies, 0.95), 3),
+                        f"other_tab_{phase}_max_s": round(max(replies), 3)})
+    analysed_replies = phases["while_analysed"]
+    if analysed_replies:
+        out["other_tab_within_target"] = "yes" if max(analysed_replies) <= UPDATE_TARGET_S else "NO"
     return out
 
 
