@@ -94,3 +94,13 @@ class Example:
             "summary": self.format(),
             "text": {k: self.format(k) for k in self.values},
         }
+
+
+def example(name: str, title: str, source: str, values: dict[str, Value], summary: str,
+            units: dict[str, str] | None = None, digits: dict[str, int] | None = None) -> Example:
+    """An Example whose fields have no unit unless `units` names one (the worked-example modules'
+    one constructor)."""
+    u = {k: "" for k in values}
+    u.update(units or {})
+    return Example(name=name, title=title, source=source, values=values, units=u, summary_field=summary,
+                   digits=dict(digits or {}))

@@ -14,17 +14,10 @@ import numpy as np
 
 from lowprec import formats
 
-from lowprec.course.example_record import Example, Value
+from lowprec.course.example_record import Example, Value, example as _ex
 
 __all__ = ["EXAMPLES"]
 
-
-def _ex(name: str, title: str, source: str, values: dict[str, Value], summary: str,
-        units: dict[str, str] | None = None, digits: dict[str, int] | None = None) -> Example:
-    u = {k: "" for k in values}
-    u.update(units or {})
-    return Example(name=name, title=title, source=source, values=values, units=u, summary_field=summary,
-                   digits=dict(digits or {}))
 
 
 def _sample_ref(name: str, folder: str) -> object:

@@ -29,20 +29,12 @@ import numpy as np
 from lowprec import formats
 from lowprec.formats import BF16, E2M1, E4M3FN, E5M2, E8M0, FP16, FP32, CastPolicy, Overflow, explain_cast
 
-from lowprec.course.example_record import Example, Value, format_number
+from lowprec.course.example_record import Example, Value, format_number, example as _ex
 
 __all__ = ["EXAMPLES", "TORCH_EXAMPLES"]
 
 SATURATE = CastPolicy(overflow=Overflow.SATURATE)
 
-
-def _ex(name: str, title: str, source: str, values: dict[str, Value], summary: str,
-        units: dict[str, str] | None = None, digits: dict[str, int] | None = None) -> Example:
-    """An Example whose fields have no unit unless `units` names one."""
-    u = {k: "" for k in values}
-    u.update(units or {})
-    return Example(name=name, title=title, source=source, values=values, units=u, summary_field=summary,
-                   digits=dict(digits or {}))
 
 
 def _q(x: Any, fmt: formats.Format, policy: CastPolicy | None = None) -> np.ndarray:
@@ -479,26 +471,38 @@ def loss_scale_choice() -> Example:
                "loss_scale", digits={"scaled_fp16": 6, "unscaled_fp32": 4, "rel_error": 2})
 
 
+#: the resume scenario of `resume_history` (and the transfer question `resume_at_105`): a delayed
+#: scaler (E4M3FN, history 16, max) on an amax stream of 1 for 140 steps with one spike of 50
+RESUME_HISTORY, RESUME_SPIKE_STEP, RESUME_STEPS = 16, 95, 140
+
+
+def resume_scales(resume_step: int) -> tuple[list[float], list[float], list[int]]:
+    """The encode scale each step casts with, uninterrupted and resumed at `resume_step` with a fresh
+    scaler (Transformer Engine's initial scale 1, empty history), and the steps where they differ."""
+    from lowprec.simulations.scaling.delayed import DelayedScaler
+
+    amax = np.ones(RESUME_STEPS)
+    amax[RESUME_SPIKE_STEP] = 50.0
+    whole = DelayedScaler("E4M3FN", history_len=RESUME_HISTORY, algo="max")
+    used_whole = []
+    for t in range(RESUME_STEPS):
+        used_whole.append(whole.encode_scale)
+        whole.update(float(amax[t]))
+    resumed = DelayedScaler("E4M3FN", history_len=RESUME_HISTORY, algo="max")
+    used_resumed = list(used_whole[:resume_step])
+    for t in range(resume_step, RESUME_STEPS):
+        used_resumed.append(resumed.encode_scale)
+        resumed.update(float(amax[t]))
+    differ = [t for t in range(RESUME_STEPS) if used_whole[t] != used_resumed[t]]
+    return used_whole, used_resumed, differ
+
+
 def resume_history() -> Example:
     """A delayed scaler (E4M3FN, history 16, max) on an amax stream of 1 with one spike of 50 at
     step 95; a run checkpointed and resumed at step 100 without its amax history restarts from
     Transformer Engine's initial scale 1 and an empty history."""
-    from lowprec.simulations.scaling.delayed import DelayedScaler
-
-    history, spike_step, resume_step, steps = 16, 95, 100, 140
-    amax = np.ones(steps)
-    amax[spike_step] = 50.0
-    whole = DelayedScaler("E4M3FN", history_len=history, algo="max")
-    used_whole = []
-    for t in range(steps):
-        used_whole.append(whole.encode_scale)
-        whole.update(float(amax[t]))
-    resumed = DelayedScaler("E4M3FN", history_len=history, algo="max")
-    used_resumed = list(used_whole[:resume_step])
-    for t in range(resume_step, steps):
-        used_resumed.append(resumed.encode_scale)
-        resumed.update(float(amax[t]))
-    differ = [t for t in range(steps) if used_whole[t] != used_resumed[t]]
+    history, spike_step, resume_step = RESUME_HISTORY, RESUME_SPIKE_STEP, 100
+    used_whole, used_resumed, differ = resume_scales(resume_step)
     return _ex("resume_history", "A resume that drops the amax history",
                "lowprec.simulations.scaling.delayed.DelayedScaler(E4M3FN, history 16, max): amax 1 every step, 50 "
                "at step 95; uninterrupted vs resumed at step 100 with a fresh scaler (encode scale 1, "

@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from lowprec.course.example_record import Example, Value
+from lowprec.course.example_record import Example, Value, example as _ex
 from lowprec.simulations.stateful import ROLES, reduced_encode_scale, simulate_stateful, spike_clipped_share
 
 __all__ = ["EXAMPLES", "RECOMPUTE_CHECKS", "SCALE_RATIO_LABELS", "CACHE_OUTCOMES", "SPIKE_OUTCOMES", "H1_GROUPS"]
@@ -32,13 +32,6 @@ RECOMPUTE_CHECKS = ("history insertions against the rule's count", "unpaired rea
 H1_GROUPS = ("none: each rank owns the scale of the columns it casts and alone consumes",
              "the tensor-parallel group", "the data-parallel group", "every rank of the job")
 
-
-def _ex(name: str, title: str, source: str, values: dict[str, Value], summary: str,
-        units: dict[str, str] | None = None, digits: dict[str, int] | None = None) -> Example:
-    u = {k: "" for k in values}
-    u.update(units or {})
-    return Example(name=name, title=title, source=source, values=values, units=u, summary_field=summary,
-                   digits=dict(digits or {}))
 
 
 def _nearest(value: float, labels: dict[str, float]) -> str:

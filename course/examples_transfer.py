@@ -22,19 +22,12 @@ import numpy as np
 from lowprec import formats
 from lowprec.formats import BF16, E2M1, E3M2, E4M3FN, E5M2, FP16, CastPolicy, Overflow, explain_cast
 
-from lowprec.course.example_record import Example, Value
+from lowprec.course.example_record import Example, Value, example as _ex
 
 __all__ = ["ATTENTION_STAGES", "EXAMPLES", "TORCH_EXAMPLES", "PROMOTION_STEPS", "contract_of_label"]
 
 SATURATE = CastPolicy(overflow=Overflow.SATURATE)
 
-
-def _ex(name: str, title: str, source: str, values: dict[str, Value], summary: str,
-        units: dict[str, str] | None = None, digits: dict[str, int] | None = None) -> Example:
-    u = {k: "" for k in values}
-    u.update(units or {})
-    return Example(name=name, title=title, source=source, values=values, units=u, summary_field=summary,
-                   digits=dict(digits or {}))
 
 
 def _q(x: Any, fmt: formats.Format, policy: CastPolicy | None = None) -> np.ndarray:
@@ -448,22 +441,10 @@ def loss_vs_tensor() -> Example:
 
 
 def resume_at_105() -> Example:
-    from lowprec.simulations.scaling.delayed import DelayedScaler
+    from lowprec.course.examples_course import RESUME_HISTORY, RESUME_SPIKE_STEP, resume_scales
 
-    history, spike_step, resume_step, steps = 16, 95, 105, 140
-    amax = np.ones(steps)
-    amax[spike_step] = 50.0
-    whole = DelayedScaler("E4M3FN", history_len=history, algo="max")
-    used = []
-    for t in range(steps):
-        used.append(whole.encode_scale)
-        whole.update(float(amax[t]))
-    resumed = DelayedScaler("E4M3FN", history_len=history, algo="max")
-    used_r = list(used[:resume_step])
-    for t in range(resume_step, steps):
-        used_r.append(resumed.encode_scale)
-        resumed.update(float(amax[t]))
-    differ = [t for t in range(steps) if used[t] != used_r[t]]
+    history, spike_step, resume_step = RESUME_HISTORY, RESUME_SPIKE_STEP, 105
+    used, used_r, differ = resume_scales(resume_step)
     return _ex("resume_at_105", "The same resume, taken five steps later",
                "simulations.scaling.delayed.DelayedScaler(E4M3FN, history 16, max): amax 1, 50 at step 95; resumed at "
                "step 105 with a fresh scaler (encode scale 1, empty history)",
