@@ -29,6 +29,7 @@ class Mutant:
     tests: tuple[str, ...]  # pytest arguments selecting the tests that should catch it
     keyword: str = ""  # optional `-k` expression narrowing the selection
     env: tuple[tuple[str, str], ...] = ()  # extra environment, e.g. (("LOWPREC_CODEC", "numpy"),)
+    slow: bool = False  # its tests are marked slow (left out of `./dev test`): run them with --slow
 
 
 def snippet_count(root: Path, m: Mutant) -> int:

@@ -45,9 +45,14 @@ def scratch_copy(dest: Path) -> Path:
     return dest
 
 
-def pytest_command(args: tuple[str, ...], keyword: str, stop_first: bool = True) -> list[str]:
+def pytest_command(args: tuple[str, ...], keyword: str, stop_first: bool = True, slow: bool = False) -> list[str]:
+    """The test command of one selection; `slow`: tests marked slow are selected too (a mutant whose
+    catching tests are slow ones, e.g. the Triton-interpreter checks)."""
+    marks = MARKS.replace(" and not slow", "") if slow else MARKS
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=", "-rfE",
-           "-m", MARKS, "--no-header", "-W", "ignore::pytest.PytestUnknownMarkWarning"]
+           "-m", marks, "--no-header", "-W", "ignore::pytest.PytestUnknownMarkWarning"]
+    if slow:
+        cmd.append("--slow")
     if stop_first:
         cmd.append("-x")
     if keyword:
@@ -56,7 +61,7 @@ def pytest_command(args: tuple[str, ...], keyword: str, stop_first: bool = True)
 
 
 def run_tests(tree: Path, args: tuple[str, ...], keyword: str, timeout: float,
-              extra_env: tuple[tuple[str, str], ...] = ()) -> tuple[str, str, float, float]:
+              extra_env: tuple[tuple[str, str], ...] = (), slow: bool = False) -> tuple[str, str, float, float]:
     """(outcome, detail, wall seconds, CPU seconds of the test process): outcome 'passed',
     'failed' (detail: the first failing test), 'timeout' or 'no-tests'. CPU seconds do not depend
     on how loaded the machine is; wall seconds do."""
@@ -64,7 +69,7 @@ def run_tests(tree: Path, args: tuple[str, ...], keyword: str, timeout: float,
     env.update(dict(extra_env))
     t0 = time.perf_counter()
     with tempfile.TemporaryFile("w+", encoding="utf-8") as out:
-        proc = subprocess.Popen(pytest_command(args, keyword), cwd=tree, env=env, stdout=out,
+        proc = subprocess.Popen(pytest_command(args, keyword, slow=slow), cwd=tree, env=env, stdout=out,
                                 stderr=subprocess.STDOUT)
         _RUNNING.add(proc)
         timer = threading.Timer(timeout, proc.kill)
@@ -92,7 +97,7 @@ def run_mutant(tree: Path, m: Mutant, timeout: float) -> dict[str, Any]:
     st = path.stat()
     original_text = apply_mutant(tree, m)
     try:
-        outcome, detail, dt, cpu = run_tests(tree, m.tests, m.keyword, timeout, m.env)
+        outcome, detail, dt, cpu = run_tests(tree, m.tests, m.keyword, timeout, m.env, m.slow)
     finally:
         path.write_text(original_text, encoding="utf-8")
         os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))  # caches of the original stay valid
@@ -136,13 +141,13 @@ def main(argv: list[str] | None = None) -> int:
         baseline: dict[str, Any] = {"ran": False}
         if ns.baseline:
             # every distinct selection (tests, -k, environment) once, unmutated: each must pass
-            groups = sorted({(m.tests, m.keyword, m.env) for m in mutants})
+            groups = sorted({(m.tests, m.keyword, m.env, m.slow) for m in mutants})
             failures = []
             t0 = time.perf_counter()
-            for tests, keyword, env in groups:
+            for tests, keyword, env, slow in groups:
                 if _STOP.is_set():
                     return 130
-                outcome, detail, dt, cpu = run_tests(trees[0], tests, keyword, 3 * ns.timeout, env)
+                outcome, detail, dt, cpu = run_tests(trees[0], tests, keyword, 3 * ns.timeout, env, slow)
                 print(f"baseline {outcome:7s} {dt:6.1f} s ({cpu:5.1f} s CPU) {' '.join(tests)[:90]} "
                       f"{'-k ...' if keyword else ''} {dict(env) or ''} {detail}", flush=True)
                 if outcome != "passed":

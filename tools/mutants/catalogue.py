@@ -339,22 +339,23 @@ _CATALOGUE: tuple[Mutant, ...] = (
            "schema rejects a check in which every value mismatched (off-by-one bound)",
            ("tests/test_reports.py",), "schema"),
     # gpu/kernels.py: judged by the Triton-interpreter tests that compare with oracles (scale codes,
-    # amax, the GEMM bound); they need the `gpu` extra (triton), without it they skip and these survive
+    # amax, the GEMM bound); they need the `gpu` extra (triton), without it they skip and these survive;
+    # they are marked slow (plumbing, not an oracle of rounding: CI time), hence slow=True
     Mutant("kernel-mx-scale-unclamped", "gpu/kernels.py",
            "scale_code = tl.minimum(tl.maximum(biased - EMAX_ELEM, 0), 254)",
            "scale_code = tl.minimum(biased - EMAX_ELEM, 254)",
            "MX kernel: no lower clamp of the scale exponent (a tiny block's code wraps below 0)",
-           ("tests/test_gpu_kernels.py",), "interpreter_mx"),
+           ("tests/test_gpu_kernels.py",), "interpreter_mx", slow=True),
     Mutant("kernel-gemm-col-scale-per-row", "gpu/kernels.py",
            "c = (acc * sa[:, None]) * sb[None, :]",
            "c = (acc * sa[:, None]) * sb[:, None]",
            "FP8 GEMM: B's per-column decode scale broadcast along rows (square tiles hide the shape)",
-           ("tests/test_gpu_kernels.py",), "interpreter_fp8_gemm"),
+           ("tests/test_gpu_kernels.py",), "interpreter_fp8_gemm", slow=True),
     Mutant("kernel-amax-signed", "gpu/kernels.py",
            "mag = tl.abs(x)\n    mag = tl.where(mag == mag, mag, 0.0)  # NaN does not enter amax",
            "mag = x\n    mag = tl.where(mag == mag, mag, 0.0)  # NaN does not enter amax",
            "scaled-cast amax is max x instead of max |x| (a negative outlier sets no scale)",
-           ("tests/test_gpu_kernels.py",), "interpreter_scaled"),
+           ("tests/test_gpu_kernels.py",), "interpreter_scaled", slow=True),
     # ---- app/: the models behind the pages (escaping, URL state, export safety, answers, columns) --
     Mutant("app-text-clip-after-escape", "app/text.py",
            "return clip(str(text)).translate(_ESCAPES)",
