@@ -1826,6 +1826,18 @@ _CATALOGUE: tuple[Mutant, ...] = (
            "    if not 0 <= int(n) <= 100:",
            "    if not int(n) <= 100:",
            "a negative digit count reaches format() and fails there with its own message", NUMTEXT),
+    # the lesson records computed before a user asks (issue 33 item 4)
+    Mutant("lessons-missing-counts-hits", "app/commands/lessons_cmd.py",
+           "return sum(cache.get(path, cache.key(path, path.read_bytes()), True) is None for path in paths)",
+           "return sum(cache.get(path, cache.key(path, path.read_bytes()), True) is not None for path in paths)",
+           "missing_records counts the cached lessons instead of the missing ones: nothing is warmed",
+           ("tests/test_lessons_cmd.py",), "background"),
+    Mutant("lessons-warm-marker-ignored", "app/server.py",
+           "            if time.time() - marker.stat().st_mtime < LESSON_WARM_LOCK_S:",
+           "            if time.time() - marker.stat().st_mtime > LESSON_WARM_LOCK_S:",
+           "a fresh marker of another server is taken over (two servers compute the course at once) and a "
+           "stale one left by a killed server blocks warming for ever",
+           ("tests/test_lessons_cmd.py",), "background"),
 )
 
 #: every mutant; those in formats/ run with the numpy codec path (see NUMPY)
