@@ -165,7 +165,9 @@ def run_upload(size_mb: float = UPLOAD_MB, quick: bool = False) -> dict[str, flo
     rows = max(1, int(size_mb * 1e6 / 4 / 4096))
     updates: list[tuple[float, float]] = []  # (sent at, seconds after the upload began; reply time)
     arrived: list[float] = []  # when the upload's copy appeared in the lab's upload folder
-    pattern = os.path.join(tempfile.gettempdir(), "lowprec-lab-upload-*", "upload-*")
+    from lowprec.app.widgets.recipe_lab import UPLOAD_FOLDER_PREFIX
+
+    pattern = os.path.join(tempfile.gettempdir(), UPLOAD_FOLDER_PREFIX + "*", "upload-*")
     before_upload = set(glob.glob(pattern))
     watching = threading.Event()
     with tempfile.TemporaryDirectory() as tmp, serve_and_wait(timeout_s=120) as server:

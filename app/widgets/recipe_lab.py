@@ -114,6 +114,11 @@ DROPPER_CSS = """
 """
 
 
+#: the name prefix of a served lab's private folder of uploaded copies (in the temporary folder);
+#: `python -m lowprec.app.bench_isolation --upload` watches it to see when an upload has arrived
+UPLOAD_FOLDER_PREFIX = "lowprec-lab-upload-"
+
+
 class LabDropper(pn.widgets.FileDropper):
     """Panel's FileDropper with the size limit enforced on the server as the chunks arrive, and the
     file written to disk as it arrives. The browser sends a file in `chunk_size` pieces, each saying
@@ -358,7 +363,7 @@ class RecipeLab(RecordWidget):
 
     def _upload_folder(self) -> str:
         if self._folder is None:
-            self._folder = tempfile.mkdtemp(prefix="lowprec-lab-upload-")
+            self._folder = tempfile.mkdtemp(prefix=UPLOAD_FOLDER_PREFIX)
             weakref.finalize(self, shutil.rmtree, self._folder, True)
         return self._folder
 
