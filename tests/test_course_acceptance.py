@@ -14,8 +14,9 @@ read from `lowprec lessons --json`, as a learner's tools would read it.
   text of one character ("0", "2") is too common to count as given away. `GIVEAWAY_EXCEPTIONS`
   lists the allowed cases, each with its reason.
 
-The course's records are computed once per test session (`lowprec lessons --json` with a fresh
-record cache): the first run computes every worked example.
+The course's records are computed once per test module (`lowprec lessons --json --no-cache`: every
+worked example, neither the record cache nor the records shipped with the course), and the shipped
+records (content/lesson-records.json, `./dev records`) must be exactly these.
 """
 
 from __future__ import annotations
@@ -44,11 +45,23 @@ GIVEAWAY_EXCEPTIONS: dict[tuple[str, str], str] = {}
 def course(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
     cache = tmp_path_factory.mktemp("lesson-cache")
     env = {**os.environ, "LOWPREC_CACHE_DIR": str(cache)}
-    r = subprocess.run([sys.executable, "-m", "lowprec.app.cli", "lessons", "--json"], capture_output=True,
-                       text=True, cwd=ROOT, timeout=1800, check=False, env=env)
+    r = subprocess.run([sys.executable, "-m", "lowprec.app.cli", "lessons", "--json", "--no-cache"],
+                       capture_output=True, text=True, cwd=ROOT, timeout=1800, check=False, env=env)
     assert r.returncode == 0, r.stderr[-3000:]
     records = strictjson.loads(r.stdout)
     return {rec["slug"]: rec for rec in records}
+
+
+def test_the_shipped_records_are_the_computed_ones(course: dict[str, dict[str, Any]]) -> None:
+    """What `lowprec lessons --json` serves from the records shipped with the course (issue 33: the
+    first listing after a bare install computes nothing) is what computing every lesson gives, field
+    for field, for every lesson (their inputs being current is tests/test_lessons_cmd.py's check)."""
+    from lowprec.app.commands import lessons_cmd
+
+    shipped = lessons_cmd.ShippedRecords(lessons_cmd.SHIPPED_RECORDS).entries()
+    assert sorted(shipped) == sorted(course)
+    for slug, record in course.items():
+        assert shipped[slug]["record"] == record, f"{slug}: the shipped record is not the computed one; ./dev records"
 
 
 def questions(record: dict[str, Any]) -> list[dict[str, Any]]:

@@ -6,6 +6,7 @@ miss)."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 import sys
@@ -142,16 +143,108 @@ def _imports_after(argv: list[str], cache: Path | None) -> tuple[int, str, list[
 
 
 def test_the_outline_computes_nothing_and_a_cached_list_parses_nothing(tmp_path: Path) -> None:
-    """The plain list (the shipped course) parses the lessons but computes no answer: no worked
+    """The plain list of a course without records (a copy of the installed lessons: the shipped
+    records serve only the installed course) parses the lessons but computes no answer: no worked
     example, no torch; listed again from the cache, it does not even import the parser or numpy."""
+    from lowprec.course.lesson_files import DEFAULT_ROOT
+
+    folder = tmp_path / "lessons"
+    folder.mkdir()
+    for path in DEFAULT_ROOT.glob("*.md"):
+        (folder / path.name).write_bytes(path.read_bytes())
     cache = tmp_path / "cache"
-    rc, cold, mods = _imports_after(["lessons"], cache)
+    rc, cold, mods = _imports_after(["lessons", "--root", str(folder)], cache)
     assert rc == 0 and "lowprec.course.lessons" in mods
     assert not {"lowprec.course.examples", "torch", "panel", "bokeh", "triton"} & set(mods), mods
-    rc, warm, mods = _imports_after(["lessons"], cache)
+    rc, warm, mods = _imports_after(["lessons", "--root", str(folder)], cache)
     assert rc == 0 and warm == cold and mods == [], mods
     assert [line.split()[1] for line in cold.splitlines() if not line.startswith(" " * 5)] == [
         lesson.slug for lesson in load_lessons()]
+    # the installed course, cold (no cache): listed from its shipped records, nothing parsed
+    rc, shipped, mods = _imports_after(["lessons"], None)
+    assert rc == 0 and shipped == cold and mods == [], mods
+
+
+def test_the_shipped_records_are_current() -> None:
+    """Every installed lesson has a shipped record (content/lesson-records.json) whose inputs are
+    the lesson files and module sources as they are now (the dependencies' versions are the
+    installer's to match: not checked here). Fails after a change to a lesson or to a module the
+    course's answers import until `./dev records` writes them again."""
+    from lowprec.app.commands import lessons_cmd
+    from lowprec.course.lesson_files import DEFAULT_ROOT, lesson_paths, slug_of
+
+    shipped = lessons_cmd.ShippedRecords(lessons_cmd.SHIPPED_RECORDS)
+    paths = lesson_paths(DEFAULT_ROOT)
+    course = lessons_cmd.course_key(paths)
+    stale = [slug_of(p) for p in paths
+             if not shipped.entry_is_current(shipped.entries().get(slug_of(p)), p, p.read_bytes(), course,
+                                             versions=False)]
+    assert not stale, f"shipped lesson records out of date: {', '.join(stale)}; run ./dev records"
+    assert sorted(shipped.entries()) == sorted(slug_of(p) for p in paths)
+    for entry in shipped.entries().values():  # what each computation read: the codec, its own lesson machinery
+        assert {"formats/codec.py", "course/lessons.py", "./strictjson.py"} <= set(entry["modules"])
+        assert "numpy" in entry["dependencies"] and "panel" not in entry["dependencies"]
+
+
+def test_a_cold_listing_of_the_installed_course_reads_the_shipped_records(monkeypatch: pytest.MonkeyPatch,
+                                                                          tmp_path: Path) -> None:
+    """The first `lowprec lessons --json` after a bare install (an empty cache) computes nothing:
+    nothing parsed, no numpy; it prints the shipped records, and `lowprec serve` has nothing to warm."""
+    from lowprec.app.commands import lessons_cmd
+
+    cache = tmp_path / "cache"
+    rc, out, mods = _imports_after(["lessons", "--json"], cache)
+    assert rc == 0 and mods == [], mods
+    entries = lessons_cmd.ShippedRecords(lessons_cmd.SHIPPED_RECORDS).entries()
+    assert strictjson.loads(out) == sorted((e["record"] for e in entries.values()), key=lambda r: r["order"])
+    monkeypatch.setenv("LOWPREC_CACHE_DIR", str(cache))
+    assert lessons_cmd.missing_records() == 0
+    assert not (cache / "lessons").exists()  # nothing computed, nothing cached
+
+
+def test_a_shipped_record_whose_inputs_changed_is_never_served(tmp_path: Path) -> None:
+    """A shipped record is served only when its lesson file, every module file it names and every
+    dependency version it names are the same here: each change alone is a miss, as are a missing
+    module file, another record layout and a damaged file."""
+    import json
+
+    from lowprec.app.commands import lessons_cmd
+
+    lesson = tmp_path / "lessons" / "07-probe.md"
+    lesson.parent.mkdir()
+    lesson.write_bytes(b"---\ntitle: Probe\norder: 7\n---\nText.\n")
+    layer = tmp_path / "formats"
+    layer.mkdir()
+    (layer / "codec.py").write_text("X = 1\n", encoding="utf-8")
+    course = lessons_cmd.course_key([lesson])
+    record = {"slug": "probe", "order": 7}
+
+    def entry(modules: list[str], deps: dict[str, str | None]) -> dict[str, object]:
+        digests = [(m, hashlib.sha256((layer / m.split("/", 1)[1]).read_bytes()).hexdigest()) for m in modules]
+        return {"key": lessons_cmd.shipped_key(lesson.name, lesson.read_bytes(), course, digests),
+                "modules": modules, "dependencies": deps, "record": record}
+
+    def served(data: object) -> object:
+        path = tmp_path / "records.json"
+        path.write_text(data if isinstance(data, str) else json.dumps(data), encoding="utf-8")
+        shipped = lessons_cmd.ShippedRecords(path)
+        shipped._roots = {"": tmp_path / "own", "formats": layer}
+        return shipped.get(lesson, lesson.read_bytes(), course)
+
+    numpy_version = lessons_cmd.installed_version("numpy")
+    good = entry(["formats/codec.py"], {"numpy": numpy_version})
+    version = lessons_cmd.RECORD_VERSION
+    assert served({"version": version, "records": {"probe": good}}) == record
+    assert served({"version": version + 1, "records": {"probe": good}}) is None
+    assert served({"version": version, "records": {"probe": {**good, "dependencies": {"numpy": "0.0.1"}}}}) is None
+    assert served({"version": version, "records": {"probe": {**good, "modules": ["formats/gone.py"]}}}) is None
+    assert served("{NaN") is None and served("[]") is None
+    (layer / "codec.py").write_text("X = 2\n", encoding="utf-8")  # the module changed
+    assert served({"version": version, "records": {"probe": good}}) is None
+    (layer / "codec.py").write_text("X = 1\n", encoding="utf-8")
+    assert served({"version": version, "records": {"probe": good}}) == record
+    lesson.write_bytes(lesson.read_bytes() + b"More.\n")  # the lesson changed
+    assert served({"version": version, "records": {"probe": good}}) is None
 
 
 def test_cached_records_are_the_computed_ones_and_any_change_is_a_miss(tmp_path: Path) -> None:

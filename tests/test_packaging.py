@@ -145,6 +145,7 @@ def test_wheel_holds_only_lowprec_and_every_lesson(installed: dict[str, Path]) -
     for lesson in LESSONS:
         assert f"lowprec/content/lessons/{lesson.name}" in names
     assert "lowprec/gpu/reports/ml_dtypes.json" in names and "lowprec/py.typed" in names
+    assert "lowprec/content/lesson-records.json" in names  # the course's computed records (issue 33)
     assert not any("/tests/" in n or n.endswith(".pyc") for n in names)
 
 
@@ -168,6 +169,26 @@ def test_no_other_top_level_package(installed: dict[str, Path], name: str) -> No
 def test_formats_import_without_torch(installed: dict[str, Path]) -> None:
     r = _py(installed, "import lowprec.formats, sys; assert 'torch' not in sys.modules; print('ok')")
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+
+
+def test_the_first_lesson_listing_after_install_computes_nothing(installed: dict[str, Path]) -> None:
+    """Issue 33: the first `lowprec lessons --json` of a fresh install (an empty record cache) reads
+    the records shipped in the wheel: their module files are found in the installed layout
+    (lowprec/formats/…, not the checkout's formats/), so nothing is parsed or computed (no numpy),
+    and the listing is the shipped one."""
+    cache = installed["cwd"].parent / "empty-cache"
+    code = ("import contextlib, io, sys\nfrom lowprec.app.cli import main\nout = io.StringIO()\n"
+            "with contextlib.redirect_stdout(out):\n    rc = main(['lessons', '--json'])\n"
+            "print(rc, sorted(m for m in ('numpy', 'lowprec.course.lessons', 'torch') if m in sys.modules))\n"
+            "print(out.getvalue(), end='')\n")
+    r = _run([str(installed["python"]), "-c", code], cwd=installed["cwd"],
+             env={**_env(), "LOWPREC_CACHE_DIR": str(cache)})
+    assert r.returncode == 0, r.stderr
+    head, _, listing = r.stdout.partition("\n")
+    assert head == "0 []", head
+    shipped = strictjson.loads((ROOT / "content" / "lesson-records.json").read_text(encoding="utf-8"))["records"]
+    assert strictjson.loads(listing) == sorted((e["record"] for e in shipped.values()), key=lambda x: x["order"])
+    assert not (cache / "lessons").exists()
 
 
 def test_console_script_cast_json(installed: dict[str, Path]) -> None:

@@ -21,10 +21,18 @@ torch models: seconds of work. The records are kept in a cache (`CACHE_ENV`, els
 `$XDG_CACHE_HOME/lowprec/lessons`, else `~/.cache/lowprec/lessons`; `--no-cache` or an empty
 `LOWPREC_CACHE_DIR` turns it off), one file per lesson, under a key that is the SHA-256 of the
 lesson file's bytes, of every Python source file of the imported lowprec package and of the
-Python, numpy, ml_dtypes and torch installs (their path, size and modification time). Any change
-to any of them is a miss: the record is computed again, never reused stale. A lesson found in the
-cache is listed without importing `lowprec.course.lessons` (and the widget records, numpy, ml_dtypes
-… it brings); an unreadable or unwritable cache is ignored.
+Python, numpy, ml_dtypes, numba and torch installs (their path, size and modification time). Any
+change to any of them is a miss: the record is computed again, never reused stale. A lesson found in
+the cache is listed without importing `lowprec.course.lessons` (and the widget records, numpy,
+ml_dtypes … it brings); an unreadable or unwritable cache is ignored.
+
+The installed course also ships its records (`SHIPPED_RECORDS`, package data beside the lessons,
+written by `./dev records`), so the first `lowprec lessons --json` after a bare `pip install`
+computes nothing. Each shipped record names what its computation read: the lesson file, the files
+of every lowprec module its process had imported (`ShippedRecords` hashes those files, wherever the
+package is installed) and the versions of the numerical libraries it imported (`DEPENDENCIES`). It
+is used only when every one of them is the same here, else the lesson is computed (and cached) as
+above: a shipped record is never served stale. `--no-cache` skips it too.
 
 Pure Python: the lesson parser and the worked examples (numpy, `lowprec.formats`,
 `lowprec.simulations`); no Panel, Bokeh or (unless an answer needs it) torch.
@@ -34,13 +42,15 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib.metadata
 import importlib.util
 import json
 import os
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from lowprec import strictjson
 from lowprec.course.lesson_files import DEFAULT_ROOT, lesson_paths, slug_of
@@ -51,8 +61,11 @@ CACHE_ENV = "LOWPREC_CACHE_DIR"
 RECORD_VERSION = 2
 #: how much lesson text before an answer box a record keeps as its `context`
 CONTEXT_CHARS = 400
-#: installs whose change may change an answer (found, never imported, for the key)
-DEPENDENCIES = ("numpy", "ml_dtypes", "torch")
+#: installs whose change may change an answer (found, never imported, for the key; their
+#: distribution names, for a shipped record's versions)
+DEPENDENCIES = ("numpy", "ml_dtypes", "numba", "torch")
+#: the installed course's computed records (`write_shipped_records`; `./dev records`)
+SHIPPED_RECORDS = DEFAULT_ROOT.parent / "lesson-records.json"
 
 
 def register(sub: Any) -> None:
@@ -243,21 +256,207 @@ class RecordCache:
                 pass
 
 
+# ------------------------------------------------------------------------------------------------
+# the shipped records
+# ------------------------------------------------------------------------------------------------
+
+
+def _is_installed_course(folder: Path) -> bool:
+    try:
+        return folder.resolve() == DEFAULT_ROOT.resolve()
+    except OSError:
+        return False
+
+
+def _layer_roots() -> dict[str, Path]:
+    """Where each module of the package lives: "" for lowprec's own modules, each layer's folder
+    (the installed package's subfolder or the checkout's top-level folder)."""
+    import lowprec
+
+    roots = {"": Path(lowprec.__file__).resolve().parent}
+    for name in lowprec.LAYERS:
+        spec = importlib.util.find_spec(f"lowprec.{name}")  # imports lowprec only, not the layer
+        for location in (spec.submodule_search_locations or []) if spec is not None else []:
+            roots.setdefault(name, Path(location).resolve())
+    return roots
+
+
+def module_files(names: list[str], roots: dict[str, Path] | None = None) -> dict[str, str]:
+    """Each lowprec module's file as `LAYER/RELATIVE PATH` ("./strictjson.py" for lowprec's own):
+    the same name in a checkout and in an installed wheel. Modules without a file of lowprec's
+    (namespace folders, aliases whose module lives elsewhere are found under their own name) are
+    left out."""
+    roots = roots if roots is not None else _layer_roots()
+    out: dict[str, str] = {}
+    for name in names:
+        module = sys.modules.get(name)
+        file = getattr(module, "__file__", None)
+        if not file:
+            continue
+        path = Path(file).resolve()
+        for layer, root in roots.items():
+            if layer and path.is_relative_to(root):
+                out[name] = f"{layer}/{path.relative_to(root).as_posix()}"
+                break
+        else:
+            if path.is_relative_to(roots[""]):
+                out[name] = f"./{path.relative_to(roots['']).as_posix()}"
+    return out
+
+
+def installed_version(distribution: str) -> str | None:
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def shipped_key(lesson_name: str, text: bytes, course: bytes, digests: list[tuple[str, str]]) -> str:
+    """SHA-256 of a shipped record's inputs: the layout version, the course's order, the lesson
+    file's name and bytes, and `(module file, SHA-256 of its bytes)` for every module it read."""
+    h = hashlib.sha256(f"lowprec shipped lesson record v{RECORD_VERSION}\n".encode() + course)
+    h.update(lesson_name.encode() + b"\0" + text + b"\0")
+    for file, digest in sorted(digests):
+        h.update(f"{file} {digest}\n".encode())
+    return h.hexdigest()
+
+
+class ShippedRecords:
+    """The records shipped with the course (`SHIPPED_RECORDS`): `get` returns a lesson's record
+    only when its key (`shipped_key`, over the module files as they are here) and every dependency
+    version it names match; a missing, unreadable or malformed file is no record at all."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._entries: dict[str, Any] | None = None
+        self._roots: dict[str, Path] | None = None
+        self._digests: dict[str, str | None] = {}
+        self._versions: dict[str, str | None] = {}
+
+    def entries(self) -> dict[str, Any]:
+        if self._entries is None:
+            try:
+                data = strictjson.loads(self.path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                data = None
+            ok = isinstance(data, dict) and data.get("version") == RECORD_VERSION
+            records = data.get("records") if ok and isinstance(data, dict) else None
+            self._entries = records if isinstance(records, dict) else {}
+        return self._entries
+
+    def _digest(self, file: str) -> str | None:
+        """SHA-256 of `LAYER/PATH` here; None when there is no such file."""
+        if file not in self._digests:
+            if self._roots is None:
+                self._roots = _layer_roots()
+            layer, _, rel = file.partition("/")
+            root = self._roots.get("" if layer == "." else layer)
+            try:
+                self._digests[file] = None if root is None else hashlib.sha256((root / rel).read_bytes()).hexdigest()
+            except OSError:
+                self._digests[file] = None
+        return self._digests[file]
+
+    def _version(self, distribution: str) -> str | None:
+        if distribution not in self._versions:
+            self._versions[distribution] = installed_version(distribution)
+        return self._versions[distribution]
+
+    def entry_is_current(self, entry: Any, path: Path, text: bytes, course: bytes, *,
+                         versions: bool = True) -> bool:
+        """Whether `entry` was computed from these inputs (with `versions`, the dependencies' too)."""
+        if not isinstance(entry, dict) or not isinstance(entry.get("modules"), list):
+            return False
+        digests = []
+        for file in entry["modules"]:
+            digest = self._digest(file) if isinstance(file, str) else None
+            if digest is None:
+                return False
+            digests.append((file, digest))
+        if entry.get("key") != shipped_key(path.name, text, course, digests):
+            return False
+        deps = entry.get("dependencies")
+        if not isinstance(deps, dict):
+            return False
+        return not versions or all(self._version(name) == version for name, version in deps.items())
+
+    def get(self, path: Path, text: bytes, course: bytes) -> dict[str, Any] | None:
+        entry = self.entries().get(slug_of(path))
+        if not isinstance(entry, dict) or not self.entry_is_current(entry, path, text, course):
+            return None
+        record = entry.get("record")
+        return record if isinstance(record, dict) else None
+
+
+def _shipped_entry(path: Path) -> dict[str, Any]:
+    """In a fresh process (`write_shipped_records` runs one per lesson): the installed course's
+    record for the lesson file `path` with what its computation read (see `ShippedRecords`)."""
+    from lowprec.course.lessons import load_lessons
+
+    lessons = {str(lesson.path): lesson for lesson in load_lessons(DEFAULT_ROOT)}
+    record = json.loads(strictjson.dumps(lesson_record(lessons[str(path)], True), indent=None))
+    names = sorted(name for name in sys.modules if name == "lowprec" or name.startswith("lowprec."))
+    files = sorted(set(module_files(names).values()))
+    roots = _layer_roots()
+    digests = []
+    for file in files:
+        layer, _, rel = file.partition("/")
+        digests.append((file, hashlib.sha256((roots["" if layer == "." else layer] / rel).read_bytes()).hexdigest()))
+    text = path.read_bytes()
+    deps = {name: installed_version(name) for name in DEPENDENCIES if name in sys.modules}
+    return {"key": shipped_key(path.name, text, course_key(lesson_paths(DEFAULT_ROOT)), digests),
+            "modules": files, "dependencies": deps, "record": record}
+
+
+def write_shipped_records(out: Path = SHIPPED_RECORDS, jobs: int = 2,
+                          say: Callable[[str], None] = lambda line: None) -> dict[str, Any]:
+    """Compute every installed lesson's record, each in its own process (so that the modules it
+    imported are its own), and write them to `out` (strict JSON, one line per lesson)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    paths = lesson_paths(DEFAULT_ROOT, installed=True)
+    env = {**os.environ, CACHE_ENV: ""}
+
+    def one(path: Path) -> tuple[str, Any]:
+        code = ("import sys\nfrom pathlib import Path\nfrom lowprec import strictjson\n"
+                "from lowprec.app.commands.lessons_cmd import _shipped_entry\n"
+                "sys.stdout.write(strictjson.dumps(_shipped_entry(Path(sys.argv[1])), indent=None))\n")
+        r = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, env=env,
+                           check=False)
+        if r.returncode != 0:
+            raise ValueError(f"{path}: computing its record failed:\n{r.stderr.strip()}")
+        say(f"{slug_of(path)}: {len(strictjson.loads(r.stdout)['modules'])} modules")
+        return slug_of(path), strictjson.loads(r.stdout)
+
+    with ThreadPoolExecutor(max(1, jobs)) as pool:
+        entries = dict(pool.map(one, paths))
+    lines = ",\n".join(f"{strictjson.dumps(slug, indent=None).rstrip()}: "
+                       f"{strictjson.dumps(entries[slug], indent=None).rstrip()}" for slug in sorted(entries))
+    out.write_text(f'{{"version": {RECORD_VERSION}, "records": {{\n{lines}\n}}}}\n', encoding="utf-8")
+    return entries
+
+
 def course_records(root: Path | None, answers: bool, use_cache: bool = True) -> list[dict[str, Any]]:
     """Every lesson's record (`lesson_record`), in course order: from the cache when every lesson
     is there under its current key, else parsed (the whole folder: order and slug clashes are
     checked across it) and computed where missing."""
     folder = Path(root) if root is not None else DEFAULT_ROOT
     paths = lesson_paths(folder, installed=root is None)  # a missing or empty folder: one clear line
-    cache = RecordCache(cache_dir() if use_cache else None, folder, course_key(paths))
+    course = course_key(paths)
+    cache = RecordCache(cache_dir() if use_cache else None, folder, course)
+    shipped = ShippedRecords(SHIPPED_RECORDS) if use_cache and _is_installed_course(folder) else None
     keys: dict[str, str] = {}
     found: dict[str, dict[str, Any]] = {}
-    if cache.folder is not None:
-        for path in paths:
-            keys[str(path)] = key = cache.key(path, path.read_bytes())
+    for path in paths:
+        text = path.read_bytes()
+        record = None
+        if cache.folder is not None:
+            keys[str(path)] = key = cache.key(path, text)
             record = cache.get(path, key, answers)
-            if record is not None:
-                found[str(path)] = record
+        if record is None and shipped is not None:
+            record = shipped.get(path, text, course)  # a shipped record has answers: serves both
+        if record is not None:
+            found[str(path)] = record
     records = list(found.values())
     if len(found) == len(paths) and _distinct(records):
         return sorted(records, key=lambda r: r["order"])
@@ -290,10 +489,18 @@ def missing_records(root: Path | None = None) -> int:
     reads the cache files, computes nothing (a few tens of milliseconds)."""
     folder = Path(root) if root is not None else DEFAULT_ROOT
     paths = lesson_paths(folder, installed=root is None)
-    cache = RecordCache(cache_dir(), folder, course_key(paths))
+    course = course_key(paths)
+    cache = RecordCache(cache_dir(), folder, course)
     if cache.folder is None:
         return 0
-    return sum(cache.get(path, cache.key(path, path.read_bytes()), True) is None for path in paths)
+    shipped = ShippedRecords(SHIPPED_RECORDS) if _is_installed_course(folder) else None
+    missing = 0
+    for path in paths:
+        text = path.read_bytes()
+        if cache.get(path, cache.key(path, text), True) is None and (
+                shipped is None or shipped.get(path, text, course) is None):
+            missing += 1
+    return missing
 
 
 def _distinct(records: list[dict[str, Any]]) -> bool:
