@@ -186,6 +186,25 @@ def test_the_shipped_records_are_current() -> None:
         assert "numpy" in entry["dependencies"] and "panel" not in entry["dependencies"]
 
 
+def test_the_generator_reproduces_a_shipped_entry() -> None:
+    """`./dev records`' per-lesson step, run again in a fresh process for one quick lesson, gives the
+    shipped entry exactly: the same modules (found in the checkout's layout), versions, key, record."""
+    from lowprec.app.commands import lessons_cmd
+    from lowprec.course.lesson_files import DEFAULT_ROOT
+
+    (path,) = DEFAULT_ROOT.glob("*-loss-scaling.md")
+    code = ("import sys\nfrom pathlib import Path\nfrom lowprec import strictjson\n"
+            "from lowprec.app.commands.lessons_cmd import _shipped_entry\n"
+            "sys.stdout.write(strictjson.dumps(_shipped_entry(Path(sys.argv[1])), indent=None))\n")
+    r = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, cwd=ROOT,
+                       timeout=300, check=False, env={**os.environ, "LOWPREC_CACHE_DIR": ""})
+    assert r.returncode == 0, r.stderr
+    again = strictjson.loads(r.stdout)
+    shipped = lessons_cmd.ShippedRecords(lessons_cmd.SHIPPED_RECORDS).entries()["loss-scaling"]
+    assert again["modules"] == shipped["modules"] and "simulations/scaling/delayed.py" in again["modules"]
+    assert again == shipped
+
+
 def test_a_cold_listing_of_the_installed_course_reads_the_shipped_records(monkeypatch: pytest.MonkeyPatch,
                                                                           tmp_path: Path) -> None:
     """The first `lowprec lessons --json` after a bare install (an empty cache) computes nothing:

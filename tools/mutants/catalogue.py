@@ -1828,8 +1828,8 @@ _CATALOGUE: tuple[Mutant, ...] = (
            "a negative digit count reaches format() and fails there with its own message", NUMTEXT),
     # the lesson records computed before a user asks (issue 33 item 4)
     Mutant("lessons-missing-counts-hits", "app/commands/lessons_cmd.py",
-           "return sum(cache.get(path, cache.key(path, path.read_bytes()), True) is None for path in paths)",
-           "return sum(cache.get(path, cache.key(path, path.read_bytes()), True) is not None for path in paths)",
+           "        if cache.get(path, cache.key(path, text), True) is None and (",
+           "        if cache.get(path, cache.key(path, text), True) is not None and (",
            "missing_records counts the cached lessons instead of the missing ones: nothing is warmed",
            ("tests/test_lessons_cmd.py",), "background"),
     Mutant("lessons-warm-marker-ignored", "app/server.py",
@@ -1838,6 +1838,33 @@ _CATALOGUE: tuple[Mutant, ...] = (
            "a fresh marker of another server is taken over (two servers compute the course at once) and a "
            "stale one left by a killed server blocks warming for ever",
            ("tests/test_lessons_cmd.py",), "background"),
+    # the records shipped with the course (issue 33 item 4)
+    Mutant("shipped-versions-ignored", "app/commands/lessons_cmd.py",
+           "return not versions or all(self._version(name) == version for name, version in deps.items())",
+           "return True",
+           "a shipped record computed with another numpy/ml_dtypes/numba/torch is served as if current",
+           ("tests/test_lessons_cmd.py",), "never_served"),
+    Mutant("shipped-key-skips-modules", "app/commands/lessons_cmd.py",
+           "    for file, digest in sorted(digests):\n        h.update(",
+           "    for file, digest in sorted(digests)[:0]:\n        h.update(",
+           "the shipped key leaves the module files out: a changed module serves the old answers",
+           ("tests/test_lessons_cmd.py",), "never_served"),
+    Mutant("shipped-any-root", "app/commands/lessons_cmd.py",
+           "        return folder.resolve() == DEFAULT_ROOT.resolve()",
+           "        return True",
+           "a draft course (--root) with the same lesson files is served the installed course's records",
+           ("tests/test_lessons_cmd.py",), "outline_computes_nothing"),
+    Mutant("shipped-not-counted-by-warm-up", "app/commands/lessons_cmd.py",
+           "    shipped = ShippedRecords(SHIPPED_RECORDS) if _is_installed_course(folder) else None\n    missing = 0",
+           "    shipped = None\n    missing = 0",
+           "the server's start-up recomputes the whole course though the shipped records are current",
+           ("tests/test_lessons_cmd.py",), "cold_listing"),
+    Mutant("shipped-layer-files-dropped", "app/commands/lessons_cmd.py",
+           "            if layer and path.is_relative_to(root):",
+           "            if layer and path == root:",
+           "only lowprec's own modules are listed: a change to formats/ or simulations/ leaves the record "
+           "current",
+           ("tests/test_lessons_cmd.py",), "generator_reproduces"),
 )
 
 #: every mutant; those in formats/ run with the numpy codec path (see NUMPY)
