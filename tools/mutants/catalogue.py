@@ -1784,8 +1784,8 @@ _CATALOGUE: tuple[Mutant, ...] = (
            "top-level `simulations.quant`",
            ("tests/test_packaging_checkout.py",), "setup_lists and worktree"),
     Mutant("pkg-lesson-key-own-folder-only", "app/commands/lessons_cmd.py",
-           "    for name in lowprec.LAYERS:",
-           "    for name in ():",
+           "    out = sorted(own.glob(\"*.py\"))\n    for name in lowprec.LAYERS:",
+           "    out = sorted(own.glob(\"*.py\"))\n    for name in ():",
            "the lesson cache's source key hashes lowprec/ alone (what walking the imported package's folder "
            "gives without links): an edited simulation serves stale lesson records",
            ("tests/test_lessons_cmd.py",), "the_key_covers"),
