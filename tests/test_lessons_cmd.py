@@ -258,6 +258,18 @@ def test_a_shipped_record_whose_inputs_changed_is_never_served(tmp_path: Path) -
     assert served({"version": version, "records": {"probe": {**good, "dependencies": {"numpy": "0.0.1"}}}}) is None
     assert served({"version": version, "records": {"probe": {**good, "modules": ["formats/gone.py"]}}}) is None
     assert served("{NaN") is None and served("[]") is None
+    # an optional dependency (torch) that is not installed here: its record is that version's answer,
+    # served; another installed version is a miss
+    with_torch = {**good, "dependencies": {"numpy": numpy_version, "torch": "2.13.0+cpu"}}
+    for torch_here, expected in ((None, record), ("2.13.0+cpu", record), ("2.12.0", None)):
+        path = tmp_path / "records.json"
+        path.write_text(json.dumps({"version": version, "records": {"probe": with_torch}}), encoding="utf-8")
+        shipped = lessons_cmd.ShippedRecords(path)
+        shipped._roots = {"": tmp_path / "own", "formats": layer}
+        shipped._versions["torch"] = torch_here
+        assert shipped.get(lesson, lesson.read_bytes(), course) == expected, torch_here
+    shipped._versions["numpy"] = None  # a required one missing (a broken install): a miss
+    assert shipped.get(lesson, lesson.read_bytes(), course) is None
     (layer / "codec.py").write_text("X = 2\n", encoding="utf-8")  # the module changed
     assert served({"version": version, "records": {"probe": good}}) is None
     (layer / "codec.py").write_text("X = 1\n", encoding="utf-8")

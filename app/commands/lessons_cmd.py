@@ -32,7 +32,11 @@ computes nothing. Each shipped record names what its computation read: the lesso
 of every lowprec module its process had imported (`ShippedRecords` hashes those files, wherever the
 package is installed) and the versions of the numerical libraries it imported (`DEPENDENCIES`). It
 is used only when every one of them is the same here, else the lesson is computed (and cached) as
-above: a shipped record is never served stale. `--no-cache` skips it too.
+above: a shipped record is never served stale. One exception: an optional dependency
+(`OPTIONAL_DEPENDENCIES`: torch) that is not installed here. The lessons about torch's
+checkpointing cannot be computed without it, and their shipped records state what that torch
+version does, so they are listed; another torch version is a miss. `--no-cache` skips the shipped
+records too.
 
 Pure Python: the lesson parser and the worked examples (numpy, `lowprec.formats`,
 `lowprec.simulations`); no Panel, Bokeh or (unless an answer needs it) torch.
@@ -64,6 +68,9 @@ CONTEXT_CHARS = 400
 #: installs whose change may change an answer (found, never imported, for the key; their
 #: distribution names, for a shipped record's versions)
 DEPENDENCIES = ("numpy", "ml_dtypes", "numba", "torch")
+#: optional installs: a shipped record computed with one is served where it is not installed (it
+#: cannot be computed here, and what it says is that version's behaviour); another version is a miss
+OPTIONAL_DEPENDENCIES = ("torch",)
 #: the installed course's computed records (`write_shipped_records`; `./dev records`)
 SHIPPED_RECORDS = DEFAULT_ROOT.parent / "lesson-records.json"
 
@@ -378,7 +385,8 @@ class ShippedRecords:
         deps = entry.get("dependencies")
         if not isinstance(deps, dict):
             return False
-        return not versions or all(self._version(name) == version for name, version in deps.items())
+        return not versions or all(self._version(name) == version or (
+            self._version(name) is None and name in OPTIONAL_DEPENDENCIES) for name, version in deps.items())
 
     def get(self, path: Path, text: bytes, course: bytes) -> dict[str, Any] | None:
         entry = self.entries().get(slug_of(path))
