@@ -16,6 +16,7 @@ BENCHMARKS: dict[str, str] = {
     "attention": "lowprec.benchmarks.attention",
     "recompute": "lowprec.benchmarks.recompute",
     "cli": "lowprec.benchmarks.cli",
+    "lessons": "lowprec.benchmarks.lessons",
     "analyze": "lowprec.benchmarks.analyze",
     "analyze_layouts": "lowprec.benchmarks.analyze_layouts",
     "gpu": "lowprec.benchmarks.gpu",

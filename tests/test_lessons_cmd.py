@@ -358,3 +358,21 @@ def test_a_server_fills_the_record_cache_in_the_background(monkeypatch: pytest.M
     cached = lowprec("lessons", "--json", "--root", str(folder), cache=tmp_path / "cache")
     fresh = lowprec("lessons", "--json", "--root", str(folder))
     assert cached.returncode == fresh.returncode == 0 and cached.stdout == fresh.stdout
+
+
+def test_the_lessons_benchmark_measures_a_fresh_install() -> None:
+    """`lowprec bench lessons --quick` (issue 33 item 4's figures) runs both listings against the
+    numpy import with an empty cache each time, and reports memory the listings stay under (a
+    memory figure, not a timing: the times are the benchmark's to report)."""
+    from lowprec.benchmarks import BENCHMARKS
+    from lowprec.benchmarks import lessons as bench
+
+    assert BENCHMARKS["lessons"] == "lowprec.benchmarks.lessons"
+    figures = bench.run(quick=True)
+    assert figures["runs_each"] == 5 and "json_computed_once_s" not in figures
+    assert figures["within_targets"] in ("yes", "NO")
+    for name in ("outline", "json", "numpy_ml_dtypes"):
+        assert figures[f"{name}_median_s"] > 0 and figures[f"{name}_peak_rss_mib"] > 5
+    # the listings import neither numpy nor the parser: less memory than importing numpy alone
+    assert figures["json_peak_rss_mib"] < figures["numpy_ml_dtypes_peak_rss_mib"] <= 150
+    assert figures["outline_peak_rss_mib"] <= bench.TARGETS["outline_mib"]
