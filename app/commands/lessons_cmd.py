@@ -351,7 +351,7 @@ class ShippedRecords:
             self._entries = records if isinstance(records, dict) else {}
         return self._entries
 
-    def _digest(self, file: str) -> str | None:
+    def digest(self, file: str) -> str | None:
         """SHA-256 of `LAYER/PATH` here; None when there is no such file."""
         if file not in self._digests:
             if self._roots is None:
@@ -376,7 +376,7 @@ class ShippedRecords:
             return False
         digests = []
         for file in entry["modules"]:
-            digest = self._digest(file) if isinstance(file, str) else None
+            digest = self.digest(file) if isinstance(file, str) else None
             if digest is None:
                 return False
             digests.append((file, digest))
@@ -405,11 +405,13 @@ def _shipped_entry(path: Path) -> dict[str, Any]:
     record = json.loads(strictjson.dumps(lesson_record(lessons[str(path)], True), indent=None))
     names = sorted(name for name in sys.modules if name == "lowprec" or name.startswith("lowprec."))
     files = sorted(set(module_files(names).values()))
-    roots = _layer_roots()
+    reader = ShippedRecords(SHIPPED_RECORDS)  # finds each file as a later reader will
     digests = []
     for file in files:
-        layer, _, rel = file.partition("/")
-        digests.append((file, hashlib.sha256((roots["" if layer == "." else layer] / rel).read_bytes()).hexdigest()))
+        digest = reader.digest(file)
+        if digest is None:
+            raise ValueError(f"{file}: imported by the lesson's computation but not found in the package")
+        digests.append((file, digest))
     text = path.read_bytes()
     deps = {name: installed_version(name) for name in DEPENDENCIES if name in sys.modules}
     return {"key": shipped_key(path.name, text, course_key(lesson_paths(DEFAULT_ROOT)), digests),
