@@ -36,6 +36,8 @@ LISTING = [*OUTLINE, "--json"]
 COMPUTED = [*LISTING, "--no-cache"]
 BASELINE = [sys.executable, "-c", _REPORT + "import numpy, ml_dtypes"]
 TARGETS = {"outline_s": 1.0, "outline_mib": 150.0, "json_s": 2.0}
+#: runs of each command (`--quick`, without)
+RUNS = (5, 15)
 
 
 def _run_once(argv: list[str]) -> tuple[float, float]:
@@ -53,7 +55,7 @@ def _run_once(argv: list[str]) -> tuple[float, float]:
 
 
 def run(quick: bool = False) -> dict[str, Any]:
-    runs = 5 if quick else 15
+    runs = RUNS[0] if quick else RUNS[1]
     saved = os.environ.get("LOWPREC_CACHE_DIR")
     with tempfile.TemporaryDirectory(prefix="lowprec-bench-lessons-") as empty:
         try:
