@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
-from typing import Any
-
-import subprocess
 import time
+from typing import Any
 
 # Each child reports its own peak resident memory (`VmHWM` of /proc/self/status, which starts afresh
 # at exec): a forked child's `ru_maxrss` also counts the parent's pages, so a benchmark started from a

@@ -193,13 +193,7 @@ def test_the_generator_reproduces_a_shipped_entry() -> None:
     from lowprec.course.lesson_files import DEFAULT_ROOT
 
     (path,) = DEFAULT_ROOT.glob("*-loss-scaling.md")
-    code = ("import sys\nfrom pathlib import Path\nfrom lowprec import strictjson\n"
-            "from lowprec.app.commands.lessons_cmd import _shipped_entry\n"
-            "sys.stdout.write(strictjson.dumps(_shipped_entry(Path(sys.argv[1])), indent=None))\n")
-    r = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, cwd=ROOT,
-                       timeout=300, check=False, env={**os.environ, "LOWPREC_CACHE_DIR": ""})
-    assert r.returncode == 0, r.stderr
-    again = strictjson.loads(r.stdout)
+    again = lessons_cmd.shipped_entry_in_fresh_process(path)
     shipped = lessons_cmd.ShippedRecords(lessons_cmd.SHIPPED_RECORDS).entries()["loss-scaling"]
     assert again["modules"] == shipped["modules"] and "simulations/scaling/delayed.py" in again["modules"]
     assert again == shipped

@@ -50,7 +50,6 @@ import importlib.metadata
 import importlib.util
 import json
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -288,12 +287,12 @@ def _layer_roots() -> dict[str, Path]:
     return roots
 
 
-def module_files(names: list[str], roots: dict[str, Path] | None = None) -> dict[str, str]:
+def module_files(names: list[str]) -> dict[str, str]:
     """Each lowprec module's file as `LAYER/RELATIVE PATH` ("./strictjson.py" for lowprec's own):
     the same name in a checkout and in an installed wheel. Modules without a file of lowprec's
     (namespace folders, aliases whose module lives elsewhere are found under their own name) are
     left out."""
-    roots = roots if roots is not None else _layer_roots()
+    roots = _layer_roots()
     out: dict[str, str] = {}
     for name in names:
         module = sys.modules.get(name)
@@ -418,6 +417,23 @@ def _shipped_entry(path: Path) -> dict[str, Any]:
             "modules": files, "dependencies": deps, "record": record}
 
 
+def shipped_entry_in_fresh_process(path: Path) -> dict[str, Any]:
+    """`_shipped_entry(path)` computed in a new interpreter (the record cache off), so that the
+    modules it lists are the ones this lesson's computation imported; ValueError naming the lesson
+    if it fails."""
+    import subprocess
+
+    code = ("import sys\nfrom pathlib import Path\nfrom lowprec import strictjson\n"
+            "from lowprec.app.commands.lessons_cmd import _shipped_entry\n"
+            "sys.stdout.write(strictjson.dumps(_shipped_entry(Path(sys.argv[1])), indent=None))\n")
+    r = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True,
+                       env={**os.environ, CACHE_ENV: ""}, check=False)
+    if r.returncode != 0:
+        raise ValueError(f"{path}: computing its record failed:\n{r.stderr.strip()}")
+    entry: dict[str, Any] = strictjson.loads(r.stdout)
+    return entry
+
+
 def write_shipped_records(out: Path = SHIPPED_RECORDS, jobs: int = 2,
                           say: Callable[[str], None] = lambda line: None) -> dict[str, Any]:
     """Compute every installed lesson's record, each in its own process (so that the modules it
@@ -425,18 +441,11 @@ def write_shipped_records(out: Path = SHIPPED_RECORDS, jobs: int = 2,
     from concurrent.futures import ThreadPoolExecutor
 
     paths = lesson_paths(DEFAULT_ROOT, installed=True)
-    env = {**os.environ, CACHE_ENV: ""}
 
     def one(path: Path) -> tuple[str, Any]:
-        code = ("import sys\nfrom pathlib import Path\nfrom lowprec import strictjson\n"
-                "from lowprec.app.commands.lessons_cmd import _shipped_entry\n"
-                "sys.stdout.write(strictjson.dumps(_shipped_entry(Path(sys.argv[1])), indent=None))\n")
-        r = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, env=env,
-                           check=False)
-        if r.returncode != 0:
-            raise ValueError(f"{path}: computing its record failed:\n{r.stderr.strip()}")
-        say(f"{slug_of(path)}: {len(strictjson.loads(r.stdout)['modules'])} modules")
-        return slug_of(path), strictjson.loads(r.stdout)
+        entry = shipped_entry_in_fresh_process(path)
+        say(f"{slug_of(path)}: {len(entry['modules'])} modules")
+        return slug_of(path), entry
 
     with ThreadPoolExecutor(max(1, jobs)) as pool:
         entries = dict(pool.map(one, paths))
